@@ -1,0 +1,6 @@
+//! qjson core (work in progress).
+pub mod error;
+pub mod index;
+pub mod scan;
+#[cfg(test)]
+mod testing;

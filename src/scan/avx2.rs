@@ -1,0 +1,286 @@
+//! The AVX2 + PCLMULQDQ kernel: a 64-byte block is two 256-bit vectors.
+//!
+//! * Quotes and backslashes: one byte compare each.
+//! * Whitespace and `{ } [ ] : ,`: one `vpshufb` nibble lookup each. The
+//!   operator lookup compares against `byte | 0x20`, folding `[`/`{` and
+//!   `]`/`}` onto one entry; it also matches 0x0C and 0x1A, which are then
+//!   removed with the control mask so the classes stay exact.
+//! * In-string prefix XOR: carry-less multiply by all ones.
+//! * UTF-8: the nibble-table method of [`super::utf8`], skipped for blocks
+//!   that are pure ASCII.
+
+#[cfg(target_arch = "x86")]
+use core::arch::x86::*;
+#[cfg(target_arch = "x86_64")]
+use core::arch::x86_64::*;
+
+use super::generic::{self, Masks, Simd, Utf8Check};
+use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
+use crate::error::Result;
+use crate::index::Index;
+
+/// Proof that the CPU supports AVX2 and PCLMULQDQ.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Avx2(());
+
+impl Avx2 {
+    /// # Safety
+    /// The CPU must support AVX2 and PCLMULQDQ (checked at run time by
+    /// `scan::mod`, the only caller).
+    pub(crate) unsafe fn new_unchecked() -> Avx2 {
+        Avx2(())
+    }
+}
+
+/// Runs stage 1 with this kernel.
+pub(crate) fn scan(token: Avx2, input: &[u8], index: &mut Index) -> Result<()> {
+    // SAFETY: an `Avx2` exists, so the CPU has AVX2 and PCLMULQDQ.
+    unsafe { scan_avx2(token, input, index) }
+}
+
+#[target_feature(enable = "avx2,pclmulqdq")]
+unsafe fn scan_avx2(token: Avx2, input: &[u8], index: &mut Index) -> Result<()> {
+    // SAFETY: the enabled features are those `Avx2` stands for.
+    unsafe { generic::scan(token, input, index) }
+}
+
+/// Builds a 256-bit vector that repeats a 16-byte table in both lanes
+/// (`vpshufb` looks up within each 128-bit lane).
+#[inline(always)]
+fn table(t: &[u8; 16]) -> __m256i {
+    let mut both = [0u8; 32];
+    both[..16].copy_from_slice(t);
+    both[16..].copy_from_slice(t);
+    // SAFETY: `both` is 32 readable bytes; the unaligned load has no
+    // alignment requirement. Only compiled into AVX2 code paths.
+    unsafe { _mm256_loadu_si256(both.as_ptr().cast()) }
+}
+
+const fn nibble_table(entries: &[(u8, u8)]) -> [u8; 16] {
+    // Entries not listed hold 0xFF, which never equals a byte below 0x80
+    // and `vpshufb` yields 0 for bytes from 0x80: no false matches.
+    let mut t = [0xff; 16];
+    let mut i = 0;
+    while i < entries.len() {
+        t[entries[i].0 as usize] = entries[i].1;
+        i += 1;
+    }
+    t
+}
+
+const WHITESPACE_TABLE: [u8; 16] =
+    nibble_table(&[(0x0, b' '), (0x9, b'\t'), (0xa, b'\n'), (0xd, b'\r')]);
+const OP_TABLE: [u8; 16] = nibble_table(&[(0xa, b':'), (0xb, b'{'), (0xc, b','), (0xd, b'}')]);
+
+/// Two 256-bit halves of a 64-byte block.
+#[derive(Clone, Copy)]
+pub(crate) struct Block {
+    lo: __m256i,
+    hi: __m256i,
+}
+
+#[inline(always)]
+fn mask64(lo: __m256i, hi: __m256i) -> u64 {
+    // SAFETY: movemask on AVX2 vectors; only compiled into AVX2 code.
+    unsafe {
+        let lo = _mm256_movemask_epi8(lo) as u32 as u64;
+        let hi = _mm256_movemask_epi8(hi) as u32 as u64;
+        lo | (hi << 32)
+    }
+}
+
+/// Per-byte class vectors of 32 bytes: quote, backslash, operator (may
+/// include 0x0C and 0x1A), whitespace, control (below 0x20).
+#[inline(always)]
+fn classify(v: __m256i) -> (__m256i, __m256i, __m256i, __m256i, __m256i) {
+    // SAFETY: AVX2 intrinsics; only compiled into the AVX2 kernel.
+    unsafe {
+        (
+            _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8)),
+            _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8)),
+            _mm256_cmpeq_epi8(
+                _mm256_shuffle_epi8(table(&OP_TABLE), v),
+                _mm256_or_si256(v, _mm256_set1_epi8(0x20)),
+            ),
+            _mm256_cmpeq_epi8(_mm256_shuffle_epi8(table(&WHITESPACE_TABLE), v), v),
+            _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v),
+        )
+    }
+}
+
+/// 0xFF where a byte is `"`, `\`, below 0x20 or from 0x80.
+#[inline(always)]
+fn string_specials(v: __m256i) -> __m256i {
+    // SAFETY: AVX2 intrinsics; only compiled into the AVX2 kernel.
+    unsafe {
+        // Signed compare: 0x20 > byte holds below 0x20 and, the byte being
+        // negative, from 0x80.
+        _mm256_or_si256(
+            _mm256_or_si256(
+                _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8)),
+                _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8)),
+            ),
+            _mm256_cmpgt_epi8(_mm256_set1_epi8(0x20), v),
+        )
+    }
+}
+
+impl Simd for Avx2 {
+    type Block = Block;
+    type Utf8 = Utf8;
+
+    #[inline(always)]
+    unsafe fn load(self, ptr: *const u8) -> Block {
+        // SAFETY: the caller guarantees 64 readable bytes at ptr;
+        // unaligned loads.
+        unsafe {
+            Block {
+                lo: _mm256_loadu_si256(ptr.cast()),
+                hi: _mm256_loadu_si256(ptr.add(32).cast()),
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn masks(self, b: &Block) -> Masks {
+        let (q0, b0, o0, w0, c0) = classify(b.lo);
+        let (q1, b1, o1, w1, c1) = classify(b.hi);
+        let control = mask64(c0, c1);
+        Masks {
+            quote: mask64(q0, q1),
+            backslash: mask64(b0, b1),
+            op: mask64(o0, o1) & !control,
+            whitespace: mask64(w0, w1),
+            control,
+        }
+    }
+
+    #[inline(always)]
+    fn is_plain_string(self, b: &Block) -> bool {
+        // SAFETY: AVX2 intrinsics; an `Avx2` token exists.
+        unsafe {
+            let any = _mm256_or_si256(string_specials(b.lo), string_specials(b.hi));
+            _mm256_testz_si256(any, any) == 1
+        }
+    }
+
+    #[inline(always)]
+    fn prefix_xor(self, bits: u64) -> u64 {
+        // SAFETY: PCLMULQDQ and SSE2 intrinsics; an `Avx2` token exists.
+        unsafe {
+            let product =
+                _mm_clmulepi64_si128(_mm_set_epi64x(0, bits as i64), _mm_set1_epi8(-1), 0x00);
+            _mm_cvtsi128_si64(product) as u64
+        }
+    }
+
+    #[inline(always)]
+    fn utf8(self) -> Utf8 {
+        // SAFETY: AVX2 intrinsics; an `Avx2` token exists.
+        unsafe {
+            Utf8 {
+                error: _mm256_setzero_si256(),
+                prev: _mm256_setzero_si256(),
+                incomplete: _mm256_setzero_si256(),
+            }
+        }
+    }
+}
+
+/// Streaming UTF-8 state: accumulated error bits, the previous 32 bytes,
+/// and the "sequence left open" marker of the previous block.
+pub(crate) struct Utf8 {
+    error: __m256i,
+    prev: __m256i,
+    incomplete: __m256i,
+}
+
+impl Utf8 {
+    /// Checks one 32-byte vector against its predecessor `prev`.
+    #[inline(always)]
+    fn check_vector(&mut self, input: __m256i, prev: __m256i) {
+        // SAFETY: AVX2 intrinsics; a `Utf8` only exists inside the AVX2
+        // kernel.
+        unsafe {
+            // The bytes 1, 2 and 3 positions earlier, across the vector
+            // boundary: lane-crossing permute, then per-lane alignr.
+            let joined = _mm256_permute2x128_si256(prev, input, 0x21);
+            let prev1 = _mm256_alignr_epi8(input, joined, 15);
+            let prev2 = _mm256_alignr_epi8(input, joined, 14);
+            let prev3 = _mm256_alignr_epi8(input, joined, 13);
+
+            let low_nibble = _mm256_set1_epi8(0x0f);
+            let special = _mm256_and_si256(
+                _mm256_and_si256(
+                    _mm256_shuffle_epi8(table(&PREV_HIGH), high_nibbles(prev1)),
+                    _mm256_shuffle_epi8(table(&PREV_LOW), _mm256_and_si256(prev1, low_nibble)),
+                ),
+                _mm256_shuffle_epi8(table(&CURRENT_HIGH), high_nibbles(input)),
+            );
+            let must_continue = _mm256_or_si256(
+                _mm256_subs_epu8(prev2, _mm256_set1_epi8((0xe0u8 - 1) as i8)),
+                _mm256_subs_epu8(prev3, _mm256_set1_epi8((0xf0u8 - 1) as i8)),
+            );
+            // The saturated differences are at most 0x3F, so a signed
+            // compare with zero is exact.
+            let must_continue_80 = _mm256_and_si256(
+                _mm256_cmpgt_epi8(must_continue, _mm256_setzero_si256()),
+                _mm256_set1_epi8(0x80u8 as i8),
+            );
+            self.error = _mm256_or_si256(self.error, _mm256_xor_si256(special, must_continue_80));
+        }
+    }
+}
+
+/// The high nibble of every byte.
+#[inline(always)]
+fn high_nibbles(v: __m256i) -> __m256i {
+    // SAFETY: AVX2 intrinsics; only compiled into the AVX2 kernel.
+    unsafe { _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f)) }
+}
+
+impl Utf8Check<Block> for Utf8 {
+    #[inline(always)]
+    fn check(&mut self, b: &Block) {
+        // SAFETY: AVX2 intrinsics; a `Utf8` only exists inside the AVX2
+        // kernel; INCOMPLETE_AT_END is 32 readable bytes.
+        unsafe {
+            let either = _mm256_or_si256(b.lo, b.hi);
+            if _mm256_movemask_epi8(either) == 0 {
+                // ASCII: nothing to check beyond an open sequence.
+                self.error = _mm256_or_si256(self.error, self.incomplete);
+                self.incomplete = _mm256_setzero_si256();
+            } else {
+                self.check_vector(b.lo, self.prev);
+                self.check_vector(b.hi, b.lo);
+                self.incomplete =
+                    _mm256_subs_epu8(b.hi, _mm256_loadu_si256(INCOMPLETE_AT_END.as_ptr().cast()));
+            }
+            self.prev = b.hi;
+        }
+    }
+
+    #[inline(always)]
+    fn skip_ascii(&mut self) {
+        // SAFETY: AVX2 intrinsics; a `Utf8` only exists inside the AVX2
+        // kernel.
+        unsafe { self.prev = _mm256_setzero_si256() }
+    }
+
+    #[inline(always)]
+    fn at_boundary(&self) -> bool {
+        // SAFETY: AVX2 intrinsics; a `Utf8` only exists inside the AVX2
+        // kernel.
+        unsafe { _mm256_testz_si256(self.incomplete, self.incomplete) == 1 }
+    }
+
+    #[inline(always)]
+    fn finish(&mut self) -> bool {
+        // SAFETY: AVX2 intrinsics; a `Utf8` only exists inside the AVX2
+        // kernel.
+        unsafe {
+            let error = _mm256_or_si256(self.error, self.incomplete);
+            _mm256_testz_si256(error, error) == 0
+        }
+    }
+}

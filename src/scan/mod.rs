@@ -1,0 +1,145 @@
+//! Stage 1: one pass over the bytes that builds the structural index and
+//! checks everything that needs every byte (UTF-8, control characters in
+//! strings, unterminated strings). See [`generic`] for the algorithm and
+//! [`crate::index`] for what it produces.
+//!
+//! # Kernels and dispatch
+//!
+//! Each instruction set is one small file implementing the block trait of
+//! [`generic`]: [`scalar`] everywhere, [`avx2`] on x86 CPUs with AVX2 and
+//! PCLMULQDQ. The kernel is chosen once, at the first parse, and cached:
+//! the best one the CPU supports, or the one named by the environment
+//! variable `QJSON_KERNEL` (`scalar`, `avx2`). A name this build does not
+//! know, or a kernel this CPU cannot run, is an error
+//! ([`ErrorCode::BadKernel`]), never a silent fallback, so a test that
+//! forces a kernel is sure to exercise it. [`active_kernel`] names the
+//! kernel in use.
+//!
+//! This module is the only place that asks the CPU what it supports.
+
+mod generic;
+mod scalar;
+mod utf8;
+
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+mod avx2;
+
+use core::sync::atomic::{AtomicU8, Ordering};
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::index::Index;
+
+/// A stage-1 implementation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kernel {
+    /// Portable, one byte at a time.
+    Scalar = 1,
+    /// AVX2 + PCLMULQDQ, 64 bytes per step.
+    Avx2 = 2,
+}
+
+impl Kernel {
+    /// Every kernel this build contains, best last.
+    pub const ALL: [Kernel; 2] = [Kernel::Scalar, Kernel::Avx2];
+
+    /// The name used by `QJSON_KERNEL` and [`active_kernel`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Scalar => "scalar",
+            Kernel::Avx2 => "avx2",
+        }
+    }
+
+    /// The kernel called `name`, if this build has one.
+    pub fn from_name(name: &str) -> Option<Kernel> {
+        Kernel::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Whether this CPU can run the kernel.
+    pub fn is_supported(self) -> bool {
+        match self {
+            Kernel::Scalar => true,
+            #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+            Kernel::Avx2 => {
+                std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("pclmulqdq")
+            }
+            #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+            Kernel::Avx2 => false,
+        }
+    }
+
+    fn from_u8(v: u8) -> Option<Kernel> {
+        Kernel::ALL.into_iter().find(|k| *k as u8 == v)
+    }
+}
+
+/// The environment variable that forces a kernel.
+pub const KERNEL_ENV: &str = "QJSON_KERNEL";
+
+const UNDECIDED: u8 = 0;
+const MISCONFIGURED: u8 = 0xff;
+static ACTIVE: AtomicU8 = AtomicU8::new(UNDECIDED);
+
+/// The kernel [`scan`] uses: decided at the first call, then cached.
+///
+/// Fails with [`ErrorCode::BadKernel`] when `QJSON_KERNEL` names a kernel
+/// that does not exist or that this CPU cannot run.
+pub fn active_kernel() -> Result<Kernel> {
+    let v = ACTIVE.load(Ordering::Relaxed);
+    if let Some(k) = Kernel::from_u8(v) {
+        return Ok(k);
+    }
+    let decided = if v == UNDECIDED { decide() } else { None };
+    // Racing first calls decide the same thing; the last store wins.
+    ACTIVE.store(
+        decided.map_or(MISCONFIGURED, |k| k as u8),
+        Ordering::Relaxed,
+    );
+    decided.ok_or(Error::new(ErrorCode::BadKernel, 0))
+}
+
+fn decide() -> Option<Kernel> {
+    match std::env::var(KERNEL_ENV) {
+        Ok(name) if !name.is_empty() => Kernel::from_name(&name).filter(|k| k.is_supported()),
+        _ => Kernel::ALL.into_iter().rev().find(|k| k.is_supported()),
+    }
+}
+
+/// Inputs must be shorter than this: offsets are `u32`.
+pub const MAX_INPUT: usize = u32::MAX as usize;
+
+/// Runs stage 1 over `input` with the active kernel, appending to
+/// `index.positions` and `index.escapes` (clear the index first).
+pub fn scan(input: &[u8], index: &mut Index) -> Result<()> {
+    scan_with(active_kernel()?, input, index)
+}
+
+/// Runs stage 1 with a chosen kernel; [`ErrorCode::BadKernel`] if this CPU
+/// cannot run it.
+pub fn scan_with(kernel: Kernel, input: &[u8], index: &mut Index) -> Result<()> {
+    if input.len() >= MAX_INPUT {
+        return Err(Error::new(ErrorCode::TooLarge, input.len()));
+    }
+    match kernel {
+        Kernel::Scalar => {
+            // SAFETY: the scalar kernel uses no optional instructions.
+            unsafe { generic::scan(scalar::Scalar::new(input), input, index) }
+        }
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        Kernel::Avx2 if kernel.is_supported() => {
+            // SAFETY: is_supported() just confirmed AVX2 and PCLMULQDQ.
+            let token = unsafe { avx2::Avx2::new_unchecked() };
+            avx2::scan(token, input, index)
+        }
+        _ => Err(Error::new(ErrorCode::BadKernel, 0)),
+    }
+}
+
+/// The kernels this CPU can run, for tests and benchmarks.
+pub fn supported_kernels() -> impl Iterator<Item = Kernel> {
+    Kernel::ALL.into_iter().filter(|k| k.is_supported())
+}
+
+#[cfg(test)]
+mod tests;

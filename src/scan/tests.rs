@@ -1,0 +1,238 @@
+//! Every kernel against the byte-at-a-time oracle, on generated texts
+//! shifted across block boundaries, plus the page-boundary read check.
+
+use super::*;
+use crate::testing::{Rng, naive_scan, random_json, random_text};
+
+fn run(kernel: Kernel, input: &[u8]) -> Result<(Vec<u32>, Vec<u32>)> {
+    let mut index = Index::default();
+    scan_with(kernel, input, &mut index).map(|()| (index.positions, index.escapes))
+}
+
+/// Checks every supported kernel against the oracle on `input`, and on
+/// `input` with 0..=130 spaces before and after (pass `pad = false` for
+/// large inputs) so each byte lands on every lane and on the tail path.
+fn check_all_kernels(input: &[u8], pad: bool) {
+    let shifts: Vec<(usize, usize)> = if pad {
+        (0..=130).map(|n| (n, (n * 7) % 131)).collect()
+    } else {
+        vec![(0, 0)]
+    };
+    for (before, after) in shifts {
+        let mut text = vec![b' '; before];
+        text.extend_from_slice(input);
+        text.extend(std::iter::repeat_n(b' ', after));
+        let want = naive_scan(&text);
+        for kernel in supported_kernels() {
+            let got = run(kernel, &text);
+            assert_eq!(
+                got,
+                want,
+                "kernel {} disagrees with the oracle on {:?} (shifted by {before})",
+                kernel.name(),
+                String::from_utf8_lossy(&text)
+            );
+        }
+    }
+}
+
+#[test]
+fn the_machine_runs_a_simd_kernel_when_it_has_one() {
+    let kernels: Vec<_> = supported_kernels().collect();
+    assert!(kernels.contains(&Kernel::Scalar));
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        assert!(kernels.contains(&Kernel::Avx2));
+    }
+}
+
+#[test]
+fn forced_kernel_is_the_one_running() {
+    // The environment is read once per process; this checks the decision
+    // function itself so the test does not depend on test order.
+    for k in supported_kernels() {
+        assert_eq!(Kernel::from_name(k.name()), Some(k));
+    }
+    assert_eq!(Kernel::from_name("avx9000"), None);
+    if let Ok(name) = std::env::var(KERNEL_ENV) {
+        assert_eq!(active_kernel().map(Kernel::name), Ok(name.as_str()));
+    }
+}
+
+#[test]
+fn small_documents() {
+    for doc in [
+        &b""[..],
+        b" ",
+        b"{}",
+        b"[1,2,3]",
+        br#"{"a":"b","c":[true,false,null,-1.5e3]}"#,
+        br#""\"""#,
+        br#""\\""#,
+        br#""\\\"""#,
+        br#"["a\\\\\"b"]"#,
+        b"\"abc",
+        b"\"a\x01b\"",
+        b"\"\\\x01\"",
+        b"[\"\xc3\"]",
+        b"[\"\xed\xa0\x80\"]",
+        b"\"abc\\",
+        b"\\\"x\"y\"",
+        b"[1 2]",
+        b"\x0c[]\x1a",
+        b"tru e",
+    ] {
+        check_all_kernels(doc, true);
+    }
+}
+
+#[test]
+fn quotes_and_backslash_runs_at_every_offset_around_block_boundaries() {
+    for offset in 0..140 {
+        for run in 0..6 {
+            let mut s = vec![b'"'];
+            s.extend(std::iter::repeat_n(b'a', offset));
+            s.extend(std::iter::repeat_n(b'\\', run));
+            s.extend_from_slice(b"\"x\"");
+            s.extend(std::iter::repeat_n(b'b', 70));
+            s.push(b'"');
+            check_all_kernels(&s, false);
+            // And as an object value, with trailing structure.
+            let mut doc = b"{\"k\":".to_vec();
+            doc.extend_from_slice(&s);
+            doc.extend_from_slice(b",\"z\":[1,2]}");
+            check_all_kernels(&doc, false);
+        }
+    }
+}
+
+#[test]
+fn multibyte_characters_at_every_offset() {
+    for ch in ["é", "€", "😀", "\u{10FFFF}"] {
+        for broken in [false, true] {
+            for offset in 0..140 {
+                let mut s = vec![b'"'];
+                s.extend(std::iter::repeat_n(b'a', offset));
+                let bytes = ch.as_bytes();
+                s.extend_from_slice(if broken {
+                    &bytes[..bytes.len() - 1]
+                } else {
+                    bytes
+                });
+                // A whole plain block follows the character, then a block
+                // with valid non-ASCII bytes that must not hide an open
+                // sequence carried across the skipped block.
+                s.extend(std::iter::repeat_n(b'a', 140));
+                s.extend_from_slice("é".as_bytes());
+                s.push(b'"');
+                check_all_kernels(&s, false);
+            }
+        }
+    }
+}
+
+#[test]
+fn random_texts_match_the_oracle() {
+    let mut rng = Rng::new(1);
+    for round in 0..400 {
+        let len = rng.below(300);
+        let text = random_text(&mut rng, len);
+        check_all_kernels(&text, round % 8 == 0);
+    }
+}
+
+#[test]
+fn random_json_matches_the_oracle() {
+    let mut rng = Rng::new(2);
+    for round in 0..300 {
+        let doc = random_json(&mut rng, 4);
+        assert!(naive_scan(&doc).is_ok());
+        check_all_kernels(&doc, round % 10 == 0);
+    }
+}
+
+#[test]
+fn every_three_byte_sequence_inside_a_string() {
+    // Exhaustive over the UTF-8 decision space of a pair plus a third
+    // byte, in the middle of a 64-byte block and across a boundary.
+    let mut rng = Rng::new(3);
+    for a in 0x80..=0xffu8 {
+        for b in 0..=0xffu8 {
+            let c = *rng.pick(&[0x41u8, 0x80, 0x9f, 0xa0, 0xbf, 0xc2]);
+            for at in [20, 62] {
+                let mut s = vec![b'"'; 1];
+                s.extend(std::iter::repeat_n(b'a', at));
+                s.extend_from_slice(&[a, b, c]);
+                s.extend(std::iter::repeat_n(b'a', 70));
+                s.push(b'"');
+                check_all_kernels(&s, false);
+            }
+        }
+    }
+}
+
+#[test]
+fn inputs_of_4_gib_are_rejected_before_reading() {
+    // calloc'd zero pages: untouched, so this costs no memory.
+    let huge = vec![0u8; MAX_INPUT];
+    let mut index = Index::default();
+    for kernel in supported_kernels() {
+        assert_eq!(
+            scan_with(kernel, &huge, &mut index),
+            Err(Error::new(ErrorCode::TooLarge, MAX_INPUT))
+        );
+    }
+    assert!(index.positions.is_empty());
+}
+
+#[cfg(unix)]
+#[test]
+fn never_reads_past_the_end_of_the_input() {
+    // Map two pages, make the second inaccessible, and place every input
+    // length so that its last byte is the last byte of the first page.
+    unsafe extern "C" {
+        fn mmap(addr: *mut u8, len: usize, prot: i32, flags: i32, fd: i32, off: i64) -> *mut u8;
+        fn mprotect(addr: *mut u8, len: usize, prot: i32) -> i32;
+        fn munmap(addr: *mut u8, len: usize) -> i32;
+    }
+    const PAGE: usize = 4096;
+    const PROT_READ_WRITE: i32 = 3;
+    const PROT_NONE: i32 = 0;
+    const MAP_PRIVATE_ANONYMOUS: i32 = 0x02 | 0x20;
+    // SAFETY: an anonymous private mapping of two fresh pages.
+    let base = unsafe {
+        mmap(
+            core::ptr::null_mut(),
+            2 * PAGE,
+            PROT_READ_WRITE,
+            MAP_PRIVATE_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert!(!base.is_null() && base as isize != -1);
+    // SAFETY: the second page belongs to the mapping just made.
+    assert_eq!(unsafe { mprotect(base.add(PAGE), PAGE, PROT_NONE) }, 0);
+    let mut rng = Rng::new(4);
+    for len in 0..=300 {
+        let text = if len % 3 == 0 {
+            random_json(&mut rng, 3)
+        } else {
+            random_text(&mut rng, len)
+        };
+        let text = &text[..text.len().min(PAGE)];
+        // SAFETY: the destination lies inside the readable first page and
+        // ends exactly at its end.
+        let input = unsafe {
+            let dst = base.add(PAGE - text.len());
+            core::ptr::copy_nonoverlapping(text.as_ptr(), dst, text.len());
+            core::slice::from_raw_parts(dst, text.len())
+        };
+        let want = naive_scan(input);
+        for kernel in supported_kernels() {
+            assert_eq!(run(kernel, input), want);
+        }
+    }
+    // SAFETY: unmapping the mapping made above; `input` is no longer used.
+    unsafe { munmap(base, 2 * PAGE) };
+}

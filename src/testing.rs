@@ -1,0 +1,275 @@
+//! Test-only fixtures shared by the unit tests of every stage: a seeded
+//! random generator, a byte-at-a-time reference scanner (the oracle the
+//! SIMD kernels are compared with), and generators of JSON texts that put
+//! quotes, escapes and multi-byte characters on every offset.
+
+use crate::error::{Error, ErrorCode};
+
+/// xorshift64*: small, seeded, reproducible.
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator with a fixed seed (never 0).
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+    /// One element of `items`.
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+    /// True with probability 1/n.
+    pub fn one_in(&mut self, n: usize) -> bool {
+        self.below(n) == 0
+    }
+}
+
+/// What stage 1 must produce for `input`: (positions, escapes), or the
+/// error every kernel must report. Written as the obvious state machine,
+/// one byte at a time, sharing no code with the kernels.
+pub fn naive_scan(input: &[u8]) -> Result<(Vec<u32>, Vec<u32>), Error> {
+    let mut positions = Vec::new();
+    let mut escapes = Vec::new();
+    let mut control = None;
+    let mut in_string = false;
+    let mut prev_scalar = false;
+    let mut i = 0;
+    while i < input.len() {
+        let b = input[i];
+        if in_string {
+            if b == b'\\' {
+                if let Some(&next) = input.get(i + 1) {
+                    escapes.push(i as u32 + 1);
+                    if next < 0x20 && control.is_none() {
+                        control = Some(i + 1);
+                    }
+                }
+                i += 2;
+                continue;
+            }
+            if b == b'"' {
+                positions.push(i as u32);
+                in_string = false;
+            } else if b < 0x20 && control.is_none() {
+                control = Some(i);
+            }
+            i += 1;
+            continue;
+        }
+        match b {
+            b'"' => {
+                positions.push(i as u32);
+                in_string = true;
+                prev_scalar = false;
+            }
+            b'{' | b'}' | b'[' | b']' | b':' | b',' => {
+                positions.push(i as u32);
+                prev_scalar = false;
+            }
+            b' ' | b'\t' | b'\n' | b'\r' => prev_scalar = false,
+            _ => {
+                if !prev_scalar {
+                    positions.push(i as u32);
+                }
+                prev_scalar = true;
+                if b == b'\\' && i + 1 < input.len() {
+                    // Outside strings a backslash still escapes the next
+                    // byte: an escaped quote is scalar garbage, not a quote.
+                    let next = input[i + 1];
+                    if next == b'"' || next == b'\\' {
+                        i += 2;
+                        continue;
+                    }
+                }
+            }
+        }
+        i += 1;
+    }
+    let utf8 = core::str::from_utf8(input).err().map(|e| e.valid_up_to());
+    match (control, utf8) {
+        (Some(c), Some(u)) if u < c => Err(Error::new(ErrorCode::InvalidUtf8, u)),
+        (Some(c), _) => Err(Error::new(ErrorCode::ControlCharacter, c)),
+        (None, Some(u)) => Err(Error::new(ErrorCode::InvalidUtf8, u)),
+        (None, None) if in_string => Err(Error::new(
+            ErrorCode::UnterminatedString,
+            *positions.last().unwrap() as usize,
+        )),
+        (None, None) => Ok((positions, escapes)),
+    }
+}
+
+/// Pieces random texts are built from: structure, strings with escapes,
+/// multi-byte UTF-8 (valid and broken), control bytes.
+pub const PIECES: &[&[u8]] = &[
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b":",
+    b",",
+    b" ",
+    b"\n",
+    b"\t",
+    b"\"",
+    b"\"",
+    b"\"",
+    b"\\",
+    b"\\\\",
+    b"\\\"",
+    b"\\\\\\",
+    b"\\u00e9",
+    b"\\ud83d\\ude00",
+    b"a",
+    b"xyz",
+    b"1",
+    b"-2.5e3",
+    b"true",
+    b"null",
+    "é".as_bytes(),
+    "€".as_bytes(),
+    "😀".as_bytes(),
+    b"\xc3",
+    b"\xe2\x82",
+    b"\xf0\x9f\x98",
+    b"\xed\xa0\x80",
+    b"\xc0\xaf",
+    b"\xff",
+    b"\x01",
+    b"\x1f",
+    b"\x00",
+    b"\x0c",
+    b"\x1a",
+];
+
+/// A random text of about `len` bytes built from [`PIECES`], weighted to
+/// mostly valid bytes so that errors are not always in the first block.
+pub fn random_text(rng: &mut Rng, len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        let piece = if rng.one_in(4) {
+            *rng.pick(PIECES)
+        } else {
+            *rng.pick(&PIECES[..30])
+        };
+        out.extend_from_slice(piece);
+    }
+    out
+}
+
+/// A random valid JSON text exercising nesting, long strings with escape
+/// runs, unicode and number spellings.
+pub fn random_json(rng: &mut Rng, depth: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    json_value(rng, depth, &mut out);
+    out
+}
+
+fn json_value(rng: &mut Rng, depth: usize, out: &mut Vec<u8>) {
+    let ws = |rng: &mut Rng, out: &mut Vec<u8>| {
+        for _ in 0..rng.below(3) {
+            out.push(*rng.pick(b" \n\t\r"));
+        }
+    };
+    ws(rng, out);
+    match rng.below(if depth == 0 { 5 } else { 7 }) {
+        0 => json_string(rng, out),
+        1 => out.extend_from_slice(*rng.pick(&[
+            &b"0"[..],
+            b"-0",
+            b"12",
+            b"-3.25",
+            b"1e9",
+            b"6.02E+23",
+            b"-1.5e-7",
+            b"9223372036854775807",
+            b"-9223372036854775808",
+            b"18446744073709551616",
+        ])),
+        2 => out.extend_from_slice(*rng.pick(&[&b"true"[..], b"false", b"null"])),
+        3 | 4 => json_string(rng, out),
+        5 => {
+            out.push(b'[');
+            let n = rng.below(5);
+            for i in 0..n {
+                if i > 0 {
+                    out.push(b',');
+                }
+                json_value(rng, depth - 1, out);
+            }
+            ws(rng, out);
+            out.push(b']');
+        }
+        _ => {
+            out.push(b'{');
+            let n = rng.below(5);
+            for i in 0..n {
+                if i > 0 {
+                    out.push(b',');
+                }
+                ws(rng, out);
+                json_string(rng, out);
+                ws(rng, out);
+                out.push(b':');
+                json_value(rng, depth - 1, out);
+            }
+            ws(rng, out);
+            out.push(b'}');
+        }
+    }
+    ws(rng, out);
+}
+
+/// A string whose body has long plain runs (to hit the skip path) and
+/// escapes, including backslash runs of every length.
+pub fn json_string(rng: &mut Rng, out: &mut Vec<u8>) {
+    out.push(b'"');
+    for _ in 0..rng.below(6) {
+        match rng.below(8) {
+            0 => {
+                let n = rng.below(150);
+                out.extend((0..n).map(|i| b"ABCDEFGHIJKLMNOPQRSTUVWXYZ+/0123456789"[i % 38]));
+            }
+            1 => {
+                for _ in 0..rng.below(6) {
+                    out.extend_from_slice(b"\\\\");
+                }
+                out.extend_from_slice(b"\\\"");
+            }
+            2 => out.extend_from_slice(*rng.pick(&[
+                &b"\\n"[..],
+                b"\\t",
+                b"\\/",
+                b"\\b",
+                b"\\f",
+                b"\\r",
+                b"\\u0041",
+                b"\\u00e9",
+                b"\\uD83D\\uDE00",
+                b"\\u0000",
+            ])),
+            3 => out.extend_from_slice(
+                rng.pick(&["é", "日本語", "😀", "\u{10FFFF}", "\u{7FF}", "\u{800}"])
+                    .as_bytes(),
+            ),
+            _ => out.extend_from_slice(*rng.pick(&[
+                &b"model"[..],
+                b"text",
+                b" ",
+                b"a.b",
+                b"x[0]",
+                b"~/",
+            ])),
+        }
+    }
+    out.push(b'"');
+}
