@@ -4,3 +4,5 @@ pub mod index;
 pub mod scan;
 #[cfg(test)]
 mod testing;
+pub mod validate;
+pub mod values;

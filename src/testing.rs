@@ -25,8 +25,8 @@ impl Rng {
         (self.next_u64() % n as u64) as usize
     }
     /// One element of `items`.
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())]
     }
     /// True with probability 1/n.
     pub fn one_in(&mut self, n: usize) -> bool {
@@ -157,9 +157,9 @@ pub fn random_text(rng: &mut Rng, len: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(len + 8);
     while out.len() < len {
         let piece = if rng.one_in(4) {
-            *rng.pick(PIECES)
+            rng.pick(PIECES)
         } else {
-            *rng.pick(&PIECES[..30])
+            rng.pick(&PIECES[..30])
         };
         out.extend_from_slice(piece);
     }
@@ -177,13 +177,13 @@ pub fn random_json(rng: &mut Rng, depth: usize) -> Vec<u8> {
 fn json_value(rng: &mut Rng, depth: usize, out: &mut Vec<u8>) {
     let ws = |rng: &mut Rng, out: &mut Vec<u8>| {
         for _ in 0..rng.below(3) {
-            out.push(*rng.pick(b" \n\t\r"));
+            out.push(rng.pick(b" \n\t\r"));
         }
     };
     ws(rng, out);
     match rng.below(if depth == 0 { 5 } else { 7 }) {
         0 => json_string(rng, out),
-        1 => out.extend_from_slice(*rng.pick(&[
+        1 => out.extend_from_slice(rng.pick(&[
             &b"0"[..],
             b"-0",
             b"12",
@@ -195,7 +195,7 @@ fn json_value(rng: &mut Rng, depth: usize, out: &mut Vec<u8>) {
             b"-9223372036854775808",
             b"18446744073709551616",
         ])),
-        2 => out.extend_from_slice(*rng.pick(&[&b"true"[..], b"false", b"null"])),
+        2 => out.extend_from_slice(rng.pick(&[&b"true"[..], b"false", b"null"])),
         3 | 4 => json_string(rng, out),
         5 => {
             out.push(b'[');
@@ -245,7 +245,7 @@ pub fn json_string(rng: &mut Rng, out: &mut Vec<u8>) {
                 }
                 out.extend_from_slice(b"\\\"");
             }
-            2 => out.extend_from_slice(*rng.pick(&[
+            2 => out.extend_from_slice(rng.pick(&[
                 &b"\\n"[..],
                 b"\\t",
                 b"\\/",
@@ -261,7 +261,7 @@ pub fn json_string(rng: &mut Rng, out: &mut Vec<u8>) {
                 rng.pick(&["é", "日本語", "😀", "\u{10FFFF}", "\u{7FF}", "\u{800}"])
                     .as_bytes(),
             ),
-            _ => out.extend_from_slice(*rng.pick(&[
+            _ => out.extend_from_slice(rng.pick(&[
                 &b"model"[..],
                 b"text",
                 b" ",
@@ -272,4 +272,205 @@ pub fn json_string(rng: &mut Rng, out: &mut Vec<u8>) {
         }
     }
     out.push(b'"');
+}
+
+/// An independent reference validator: plain recursive descent over the
+/// bytes, following RFC 8259 literally. Accepts exactly what the library
+/// must accept (with the nesting limit `max_depth`).
+pub fn naive_is_valid(input: &[u8], max_depth: usize) -> bool {
+    struct P<'a> {
+        s: &'a [u8],
+        i: usize,
+        max_depth: usize,
+    }
+    impl P<'_> {
+        fn peek(&self) -> Option<u8> {
+            self.s.get(self.i).copied()
+        }
+        fn ws(&mut self) {
+            while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+                self.i += 1;
+            }
+        }
+        fn eat(&mut self, b: u8) -> bool {
+            let ok = self.peek() == Some(b);
+            self.i += ok as usize;
+            ok
+        }
+        fn value(&mut self, depth: usize) -> bool {
+            self.ws();
+            let ok = match self.peek() {
+                Some(b'{') => {
+                    if depth >= self.max_depth {
+                        return false;
+                    }
+                    self.i += 1;
+                    self.ws();
+                    if self.eat(b'}') {
+                        true
+                    } else {
+                        loop {
+                            self.ws();
+                            if !self.string() {
+                                return false;
+                            }
+                            self.ws();
+                            if !self.eat(b':') || !self.value(depth + 1) {
+                                return false;
+                            }
+                            if self.eat(b',') {
+                                continue;
+                            }
+                            break self.eat(b'}');
+                        }
+                    }
+                }
+                Some(b'[') => {
+                    if depth >= self.max_depth {
+                        return false;
+                    }
+                    self.i += 1;
+                    self.ws();
+                    if self.eat(b']') {
+                        true
+                    } else {
+                        loop {
+                            if !self.value(depth + 1) {
+                                return false;
+                            }
+                            if self.eat(b',') {
+                                continue;
+                            }
+                            break self.eat(b']');
+                        }
+                    }
+                }
+                Some(b'"') => self.string(),
+                Some(b't') => self.word(b"true"),
+                Some(b'f') => self.word(b"false"),
+                Some(b'n') => self.word(b"null"),
+                _ => self.number(),
+            };
+            self.ws();
+            ok
+        }
+        fn word(&mut self, w: &[u8]) -> bool {
+            let ok = self.s[self.i..].starts_with(w);
+            self.i += w.len();
+            ok
+        }
+        fn digits(&mut self) -> usize {
+            let start = self.i;
+            while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                self.i += 1;
+            }
+            self.i - start
+        }
+        fn number(&mut self) -> bool {
+            self.eat(b'-');
+            if self.eat(b'0') {
+            } else if self.digits() == 0 {
+                return false;
+            }
+            if self.eat(b'.') && self.digits() == 0 {
+                return false;
+            }
+            if matches!(self.peek(), Some(b'e' | b'E')) {
+                self.i += 1;
+                if !self.eat(b'+') {
+                    self.eat(b'-');
+                }
+                if self.digits() == 0 {
+                    return false;
+                }
+            }
+            true
+        }
+        fn hex4(&mut self) -> Option<u32> {
+            let h = self.s.get(self.i..self.i + 4)?;
+            let v = u32::from_str_radix(core::str::from_utf8(h).ok()?, 16).ok()?;
+            if !h.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+            self.i += 4;
+            Some(v)
+        }
+        fn string(&mut self) -> bool {
+            if !self.eat(b'"') {
+                return false;
+            }
+            let start = self.i;
+            loop {
+                match self.peek() {
+                    None => return false,
+                    Some(b'"') => break,
+                    Some(b'\\') => {
+                        self.i += 1;
+                        match self.peek() {
+                            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                                self.i += 1
+                            }
+                            Some(b'u') => {
+                                self.i += 1;
+                                match self.hex4() {
+                                    Some(0xd800..=0xdbff) => {
+                                        if !self.eat(b'\\') || !self.eat(b'u') {
+                                            return false;
+                                        }
+                                        if !matches!(self.hex4(), Some(0xdc00..=0xdfff)) {
+                                            return false;
+                                        }
+                                    }
+                                    Some(0xdc00..=0xdfff) | None => return false,
+                                    Some(_) => {}
+                                }
+                            }
+                            _ => return false,
+                        }
+                    }
+                    Some(b) if b < 0x20 => return false,
+                    Some(_) => self.i += 1,
+                }
+            }
+            let ok = core::str::from_utf8(&self.s[start..self.i]).is_ok();
+            self.i += 1;
+            ok
+        }
+    }
+    let mut p = P {
+        s: input,
+        i: 0,
+        max_depth,
+    };
+    p.value(0) && p.i == input.len()
+}
+
+/// Small edits that turn valid JSON into near-valid JSON: the inputs that
+/// find validation bugs.
+pub fn mutate(rng: &mut Rng, doc: &[u8]) -> Vec<u8> {
+    let mut out = doc.to_vec();
+    if out.is_empty() {
+        return out;
+    }
+    for _ in 0..1 + rng.below(2) {
+        if out.is_empty() {
+            break;
+        }
+        let at = rng.below(out.len());
+        match rng.below(5) {
+            0 => {
+                out.remove(at);
+            }
+            1 => out.insert(at, rng.pick(b"{}[]:,\"\\ 0-.eE+tfnu\x01\x80")),
+            2 => out[at] = rng.pick(b"{}[]:,\"\\ 0-.eE+tfnu\x01\x80"),
+            3 => {
+                out.truncate(at);
+            }
+            _ => {
+                let piece = rng.pick(PIECES);
+                out.splice(at..at, piece.iter().copied());
+            }
+        }
+    }
+    out
 }

@@ -134,8 +134,7 @@ mod tests {
             ][i % 12];
         }
         let m = Scalar { utf8_valid: true }.masks(&block);
-        for i in 0..64 {
-            let b = block[i];
+        for (i, &b) in block.iter().enumerate() {
             assert_eq!(m.quote >> i & 1 == 1, b == b'"');
             assert_eq!(m.backslash >> i & 1 == 1, b == b'\\');
             assert_eq!(m.op >> i & 1 == 1, b"{}[]:,".contains(&b));

@@ -158,7 +158,7 @@ fn every_three_byte_sequence_inside_a_string() {
     let mut rng = Rng::new(3);
     for a in 0x80..=0xffu8 {
         for b in 0..=0xffu8 {
-            let c = *rng.pick(&[0x41u8, 0x80, 0x9f, 0xa0, 0xbf, 0xc2]);
+            let c = rng.pick(&[0x41u8, 0x80, 0x9f, 0xa0, 0xbf, 0xc2]);
             for at in [20, 62] {
                 let mut s = vec![b'"'; 1];
                 s.extend(std::iter::repeat_n(b'a', at));

@@ -1,0 +1,209 @@
+//! Stage 2 against the reference validator, and error codes and offsets.
+
+use super::*;
+use crate::scan;
+use crate::testing::{Rng, mutate, naive_is_valid, random_json};
+
+fn check(text: &[u8], opts: &Options) -> Result<Index> {
+    let mut index = Index::default();
+    scan::scan(text, &mut index)?;
+    validate(text, &mut index, opts, &mut Scratch::default())?;
+    Ok(index)
+}
+
+fn error_of(text: &str) -> (ErrorCode, usize) {
+    let e = check(text.as_bytes(), &Options::default()).unwrap_err();
+    (e.code, e.offset)
+}
+
+#[test]
+fn accepts_valid_documents() {
+    for doc in [
+        "0",
+        "-0",
+        "\"\"",
+        "true",
+        "null",
+        " [ ] ",
+        "{}",
+        "[[],{}]",
+        r#"{"a":{"b":[1,2,{"c":null}]}}"#,
+        r#"["\u0000\ud83d\ude00\"\\\/\b\f\n\r\t"]"#,
+        "1e400",
+        "-1.5E-7",
+        "[1,\"x\",true,false,null]",
+    ] {
+        assert!(check(doc.as_bytes(), &Options::default()).is_ok(), "{doc}");
+    }
+}
+
+#[test]
+fn links_match_the_worked_example() {
+    let ix = check(br#"{"a":[1,"x\n"]}"#, &Options::default()).unwrap();
+    assert_eq!(ix.positions, [0, 1, 3, 4, 5, 6, 7, 8, 12, 13, 14]);
+    assert_eq!(ix.links, [10, 0, 0, 0, 9, 0, 0, 1, 0, 2, 1]);
+    assert_eq!(ix.escapes, [11]);
+}
+
+#[test]
+fn empty_containers_count_zero() {
+    let ix = check(b"[{},[]]", &Options::default()).unwrap();
+    assert_eq!(ix.links, [6, 2, 0, 0, 5, 0, 2]);
+}
+
+#[test]
+fn grammar_errors_name_the_expectation_and_offset() {
+    use ErrorCode::*;
+    for (doc, want) in [
+        ("", (Empty, 0)),
+        ("   ", (Empty, 3)),
+        ("[1,]", (ExpectedValue, 3)),
+        ("[", (ExpectedValueOrBracket, 1)),
+        ("[1", (ExpectedCommaOrBracket, 2)),
+        ("[1 2]", (ExpectedCommaOrBracket, 3)),
+        ("{\"a\" 1}", (ExpectedColon, 5)),
+        ("{\"a\":1 \"b\":2}", (ExpectedCommaOrBrace, 7)),
+        ("{1:2}", (ExpectedKeyOrBrace, 1)),
+        ("{\"a\":1,}", (ExpectedKey, 7)),
+        ("{\"a\":}", (ExpectedValue, 5)),
+        ("[1]x", (TrailingContent, 3)),
+        ("[1] [2]", (TrailingContent, 4)),
+        ("[01]", (InvalidNumber, 1)),
+        ("[1.]", (InvalidNumber, 1)),
+        ("[-]", (InvalidNumber, 1)),
+        ("[1x]", (InvalidNumber, 1)),
+        ("[tru]", (InvalidLiteral, 1)),
+        ("[nulll]", (InvalidLiteral, 1)),
+        ("[x]", (ExpectedValueOrBracket, 1)),
+        ("[1,x]", (ExpectedValue, 3)),
+        ("]", (ExpectedValue, 0)),
+        ("\"a\\x\"", (InvalidEscape, 2)),
+        ("\"\\u12G4\"", (InvalidUnicodeEscape, 1)),
+        ("\"\\ud800\"", (LoneSurrogate, 1)),
+        ("\"\\udc00\"", (LoneSurrogate, 1)),
+        ("\"\\ud800\\u0041\"", (LoneSurrogate, 1)),
+        ("\"\\ud800\\uZZZZ\"", (InvalidUnicodeEscape, 7)),
+        ("[\"a\x01\"]", (ControlCharacter, 3)),
+        ("[\"abc", (UnterminatedString, 1)),
+        ("[\"\u{e9}\"] \u{0}", (TrailingContent, 7)),
+    ] {
+        assert_eq!(error_of(doc), want, "{doc:?}");
+    }
+}
+
+#[test]
+fn messages_read_like_the_spec() {
+    let text = b"{\"a\":1 x";
+    let e = check(text, &Options::default()).unwrap_err();
+    assert_eq!(
+        e.display(text).to_string(),
+        "unexpected character 'x' at byte 7, expected ',' or '}'"
+    );
+    let text = b"[1, 2, 017]";
+    let e = check(text, &Options::default()).unwrap_err();
+    assert_eq!(e.display(text).to_string(), "invalid number at byte 7");
+}
+
+#[test]
+fn nesting_limit_is_exact_and_configurable() {
+    let nest = |d: usize| format!("{}{}", "[".repeat(d), "]".repeat(d));
+    assert!(check(nest(1024).as_bytes(), &Options::default()).is_ok());
+    assert_eq!(
+        check(nest(1025).as_bytes(), &Options::default()).unwrap_err(),
+        Error::new(ErrorCode::DepthExceeded, 1024)
+    );
+    let opts = Options {
+        max_depth: 3,
+        ..Options::default()
+    };
+    assert!(check(b"[{\"a\":[]}]", &opts).is_ok());
+    assert!(check(b"[{\"a\":[[]]}]", &opts).is_err());
+    // Deep enough to overflow any recursive parser's native stack.
+    let deep = "[".repeat(100_000);
+    assert_eq!(
+        check(deep.as_bytes(), &Options::default())
+            .unwrap_err()
+            .code,
+        ErrorCode::DepthExceeded
+    );
+    let unlimited = Options {
+        max_depth: u32::MAX,
+        ..Options::default()
+    };
+    assert!(check(nest(100_000).as_bytes(), &unlimited).is_ok());
+}
+
+#[test]
+fn duplicate_keys_follow_the_policy() {
+    let strict = Options {
+        duplicate_keys: DuplicateKeys::Error,
+        ..Options::default()
+    };
+    let last = Options::default();
+    for (doc, repeat_at) in [
+        (r#"{"a":1,"a":2}"#, Some(7)),
+        (r#"{"model":1,"mod\u0065l":2}"#, Some(11)),
+        (r#"{"a":{"a":1},"b":{"a":2}}"#, None),
+        (r#"{"a":1,"b":{"c":1,"c":2}}"#, Some(18)),
+        (r#"{"\/":1,"/":2}"#, Some(8)),
+        (
+            r#"{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k3":9,"k1":10}"#,
+            Some(64),
+        ),
+        (
+            r#"{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9}"#,
+            None,
+        ),
+    ] {
+        assert!(check(doc.as_bytes(), &last).is_ok(), "{doc}");
+        let got = check(doc.as_bytes(), &strict).err();
+        assert_eq!(
+            got,
+            repeat_at.map(|at| Error::new(ErrorCode::DuplicateKey, at)),
+            "{doc}"
+        );
+    }
+}
+
+#[test]
+fn verdicts_match_the_reference_on_mutated_documents() {
+    let mut rng = Rng::new(11);
+    let mut rejected = 0;
+    for _ in 0..20_000 {
+        let doc = random_json(&mut rng, 4);
+        let text = if rng.one_in(5) {
+            doc
+        } else {
+            mutate(&mut rng, &doc)
+        };
+        let want = naive_is_valid(&text, 1024);
+        let got = check(&text, &Options::default());
+        assert_eq!(
+            got.is_ok(),
+            want,
+            "{:?}: {got:?}",
+            String::from_utf8_lossy(&text)
+        );
+        rejected += !want as usize;
+    }
+    // The mutations must actually produce invalid documents.
+    assert!(rejected > 5_000, "only {rejected} rejected");
+}
+
+#[test]
+fn depth_verdicts_match_the_reference() {
+    let mut rng = Rng::new(12);
+    for _ in 0..2_000 {
+        let doc = random_json(&mut rng, 6);
+        for depth in 0..6 {
+            let opts = Options {
+                max_depth: depth,
+                ..Options::default()
+            };
+            assert_eq!(
+                check(&doc, &opts).is_ok(),
+                naive_is_valid(&doc, depth as usize)
+            );
+        }
+    }
+}
