@@ -1,6 +1,8 @@
 //! qjson core (work in progress).
+pub mod document;
 pub mod error;
 pub mod index;
+pub mod navigate;
 pub mod scan;
 #[cfg(test)]
 mod testing;

@@ -13,16 +13,50 @@ pub fn unescape_into(body: &[u8], out: &mut Vec<u8>) {
     let mut rest = body;
     while let Some(at) = rest.iter().position(|&b| b == b'\\') {
         out.extend_from_slice(&rest[..at]);
-        rest = &rest[at..];
-        let consumed = decode_escape(rest, out);
-        rest = &rest[consumed..];
+        let (bytes, used) = decode_escape(&rest[at..]);
+        out.extend_from_slice(bytes.as_slice());
+        rest = &rest[at + used..];
     }
     out.extend_from_slice(rest);
 }
 
-/// Decodes the escape at the start of `esc` (which begins with `\`),
-/// appends its UTF-8 to `out` and returns how many input bytes it used.
-fn decode_escape(esc: &[u8], out: &mut Vec<u8>) -> usize {
+/// Whether the validated string body `body` decodes to exactly `want`,
+/// without decoding into memory.
+pub fn unescaped_eq(body: &[u8], want: &[u8]) -> bool {
+    let (mut rest, mut want) = (body, want);
+    while let Some(at) = rest.iter().position(|&b| b == b'\\') {
+        if want.get(..at) != Some(&rest[..at]) {
+            return false;
+        }
+        let (bytes, used) = decode_escape(&rest[at..]);
+        let Some(tail) = want[at..].strip_prefix(bytes.as_slice()) else {
+            return false;
+        };
+        want = tail;
+        rest = &rest[at + used..];
+    }
+    rest == want
+}
+
+/// The UTF-8 of one decoded escape (at most 4 bytes).
+struct Decoded {
+    buf: [u8; 4],
+    len: u8,
+}
+
+impl Decoded {
+    fn as_slice(&self) -> &[u8] {
+        &self.buf[..self.len as usize]
+    }
+}
+
+/// Decodes the escape at the start of `esc` (which begins with `\`) and
+/// returns its UTF-8 and how many input bytes it used.
+fn decode_escape(esc: &[u8]) -> (Decoded, usize) {
+    let byte = |b: u8| Decoded {
+        buf: [b, 0, 0, 0],
+        len: 1,
+    };
     let simple = match esc.get(1) {
         Some(b'"') => b'"',
         Some(b'\\') => b'\\',
@@ -34,7 +68,13 @@ fn decode_escape(esc: &[u8], out: &mut Vec<u8>) -> usize {
         Some(b't') => b'\t',
         Some(b'u') => {
             let Some(unit) = hex4(esc, 2) else {
-                return esc.len().min(2);
+                return (
+                    Decoded {
+                        buf: [0; 4],
+                        len: 0,
+                    },
+                    esc.len().min(2),
+                );
             };
             let (code, used) = match (unit, hex4_after_backslash_u(esc, 6)) {
                 (0xd800..=0xdbff, Some(low @ 0xdc00..=0xdfff)) => {
@@ -42,13 +82,22 @@ fn decode_escape(esc: &[u8], out: &mut Vec<u8>) -> usize {
                 }
                 _ => (unit, 6),
             };
-            push_utf8(char::from_u32(code).unwrap_or('\u{fffd}'), out);
-            return used;
+            let c = char::from_u32(code).unwrap_or('\u{fffd}');
+            let mut buf = [0u8; 4];
+            let len = c.encode_utf8(&mut buf).len() as u8;
+            return (Decoded { buf, len }, used);
         }
-        _ => return esc.len().min(2),
+        _ => {
+            return (
+                Decoded {
+                    buf: [0; 4],
+                    len: 0,
+                },
+                esc.len().min(2),
+            );
+        }
     };
-    out.push(simple);
-    2
+    (byte(simple), 2)
 }
 
 /// The four hex digits at `bytes[at..at + 4]` as a number.
@@ -66,11 +115,6 @@ fn hex4_after_backslash_u(bytes: &[u8], at: usize) -> Option<u32> {
         Some(b"\\u") => hex4(bytes, at + 2),
         _ => None,
     }
-}
-
-fn push_utf8(c: char, out: &mut Vec<u8>) {
-    let mut buf = [0u8; 4];
-    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
 }
 
 #[cfg(test)]
@@ -100,6 +144,30 @@ mod tests {
         assert_eq!(unescape(r"\uDBFF\uDFFF"), "\u{10FFFF}");
         assert_eq!(unescape(r"mod\u0065l"), "model");
         assert_eq!(unescape(r"\u0000"), "\0");
+    }
+
+    #[test]
+    fn comparison_without_decoding_agrees_with_decoding() {
+        for body in [
+            r"model",
+            r"mod\u0065l",
+            r"a\nb",
+            r"\ud83d\ude00",
+            r"\/",
+            r"",
+            r"x\\",
+        ] {
+            let decoded = unescape(body);
+            assert!(unescaped_eq(body.as_bytes(), decoded.as_bytes()), "{body}");
+            assert!(!unescaped_eq(
+                body.as_bytes(),
+                format!("{decoded}x").as_bytes()
+            ));
+            if !decoded.is_empty() {
+                assert!(!unescaped_eq(body.as_bytes(), &decoded.as_bytes()[1..]));
+            }
+        }
+        assert!(!unescaped_eq(br"a\\b", br"a\\b"));
     }
 
     #[test]

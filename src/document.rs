@@ -1,0 +1,298 @@
+//! A parsed document: the text, its index, and the reusable memory for
+//! reading values out of it.
+//!
+//! [`Document::load`] runs the whole pipeline (stage 1, then validation)
+//! and either leaves a fully validated document or an error: no value is
+//! ever read from a document that failed. Lookups take a cursor and a
+//! path ([`crate::navigate::path`]) and return a cursor.
+//!
+//! Everything a document allocates is kept for the next one: the index
+//! vectors, the validation stack, the buffers strings are decoded into.
+//! The FFI parks freed documents in a small [`pool`], so a steady stream
+//! of similar documents parses without allocating.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::index::Index;
+use crate::navigate::path::{Path, Step, is_index_token, parse_index, unescape_token};
+use crate::navigate::{Tree, ValueType};
+use crate::scan;
+use crate::validate::{self, DuplicateKeys, Options, duplicates};
+use crate::values::{number, string};
+
+/// The last element reached in an array, so that reading elements in
+/// order (`messages[0]`, `messages[1]`, …) steps once per element instead
+/// of walking from the start each time.
+#[derive(Clone, Copy, Debug)]
+struct LastElement {
+    array: u32,
+    index: u32,
+    element: u32,
+}
+
+const NO_ELEMENT: LastElement = LastElement {
+    array: u32::MAX,
+    index: 0,
+    element: 0,
+};
+
+/// A validated JSON text and the memory to read it.
+#[derive(Debug)]
+pub struct Document<'a> {
+    src: &'a [u8],
+    opts: Options,
+    index: Index,
+    walk: validate::Scratch,
+    duplicates: duplicates::Scratch,
+    keys: Vec<u32>,
+    text: Vec<u8>,
+    token: Vec<u8>,
+    last_element: LastElement,
+}
+
+impl Default for Document<'_> {
+    fn default() -> Self {
+        Document::new()
+    }
+}
+
+impl<'a> Document<'a> {
+    /// An empty document holding no text.
+    pub fn new() -> Document<'a> {
+        Document {
+            src: b"",
+            opts: Options::default(),
+            index: Index::default(),
+            walk: validate::Scratch::default(),
+            duplicates: duplicates::Scratch::default(),
+            keys: Vec::new(),
+            text: Vec::new(),
+            token: Vec::new(),
+            last_element: NO_ELEMENT,
+        }
+    }
+
+    /// Parses and validates `src`.
+    pub fn parse(src: &'a [u8], opts: &Options) -> Result<Document<'a>> {
+        let mut doc = Document::new();
+        doc.load(src, opts)?;
+        Ok(doc)
+    }
+
+    /// Replaces the document with `src`, reusing all memory. On error the
+    /// document is left empty.
+    pub fn load(&mut self, src: &'a [u8], opts: &Options) -> Result<()> {
+        self.unload();
+        let parsed = scan::scan(src, &mut self.index)
+            .and_then(|()| validate::validate(src, &mut self.index, opts, &mut self.walk));
+        if let Err(e) = parsed {
+            self.index.clear();
+            return Err(e);
+        }
+        self.src = src;
+        self.opts = *opts;
+        Ok(())
+    }
+
+    /// Forgets the text, keeping the memory.
+    pub fn unload(&mut self) {
+        self.src = b"";
+        self.index.clear();
+        self.last_element = NO_ELEMENT;
+    }
+
+    /// The JSON text.
+    pub fn src(&self) -> &'a [u8] {
+        self.src
+    }
+
+    /// The structural index (for tests, tools and benchmarks).
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    fn tree(&self) -> Tree<'_> {
+        Tree {
+            src: self.src,
+            positions: &self.index.positions,
+            links: &self.index.links,
+        }
+    }
+
+    /// The cursor of the whole document's value.
+    pub const ROOT: u32 = 0;
+
+    /// Follows `path` from cursor `from`. `Ok(None)` when the path is well
+    /// formed but names nothing here; [`ErrorCode::BadPath`] (offset into
+    /// the path) when it is malformed, even past a missing step;
+    /// [`ErrorCode::BadCursor`] when `from` is not a value of this
+    /// document.
+    pub fn find(&mut self, from: u32, path: &[u8]) -> Result<Option<u32>> {
+        if !self.tree().is_value(from) {
+            return Err(Error::new(ErrorCode::BadCursor, from as usize));
+        }
+        let mut steps = Path::new(path);
+        let mut at = from;
+        while let Some(step) = steps.next() {
+            match self.step(at, step?) {
+                Some(next) => at = next,
+                None => {
+                    // Still report a malformed remainder: a typo must not
+                    // hide behind missing data.
+                    for rest in steps {
+                        rest?;
+                    }
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(at))
+    }
+
+    fn step(&mut self, at: u32, step: Step<'_>) -> Option<u32> {
+        let last_wins = self.opts.duplicate_keys == DuplicateKeys::LastWins;
+        match (self.tree().value_type(at), step) {
+            (ValueType::Object, Step::Key(key)) => self.tree().find_key(at, key, last_wins),
+            (ValueType::Object, Step::Token(token)) if token.contains(&b'~') => {
+                let mut decoded = core::mem::take(&mut self.token);
+                unescape_token(token, &mut decoded);
+                let found = self.tree().find_key(at, &decoded, last_wins);
+                self.token = decoded;
+                found
+            }
+            (ValueType::Object, Step::Token(key)) => self.tree().find_key(at, key, last_wins),
+            (ValueType::Array, Step::Index(i)) => self.element(at, i),
+            (ValueType::Array, Step::Token(t)) if is_index_token(t) => {
+                self.element(at, parse_index(t))
+            }
+            _ => None,
+        }
+    }
+
+    /// The cursor of element `index` of the array at `array`.
+    fn element(&mut self, array: u32, index: usize) -> Option<u32> {
+        let tree = self.tree();
+        if index >= tree.count(array) as usize {
+            return None;
+        }
+        let index = index as u32;
+        let last = self.last_element;
+        let (from, from_index) = if last.array == array && last.index <= index {
+            (last.element, last.index)
+        } else {
+            (array + 1, 0)
+        };
+        let element = tree.step_elements(from, from_index, index);
+        self.last_element = LastElement {
+            array,
+            index,
+            element,
+        };
+        Some(element)
+    }
+
+    /// The type of the value at `at` (a cursor from [`Document::find`]).
+    pub fn value_type(&self, at: u32) -> ValueType {
+        self.tree().value_type(at)
+    }
+
+    /// The decoded bytes of the string at `at`: borrowed from the text
+    /// when it has no escapes, else decoded into a buffer that the next
+    /// call reuses.
+    pub fn string(&mut self, at: u32) -> &[u8] {
+        let tree = Tree {
+            src: self.src,
+            positions: &self.index.positions,
+            links: &self.index.links,
+        };
+        let body = tree.string_body(at);
+        if !tree.has_escapes(at) {
+            return body;
+        }
+        self.text.clear();
+        string::unescape_into(body, &mut self.text);
+        &self.text
+    }
+
+    /// The exact source text of the value at `at`.
+    pub fn raw(&self, at: u32) -> &'a [u8] {
+        &self.src[self.tree().raw(at)]
+    }
+
+    /// The number at `at` as the nearest double (±infinity beyond range).
+    pub fn f64(&self, at: u32) -> f64 {
+        number::to_f64(self.raw(at))
+    }
+
+    /// The number at `at` as an exact `i64`.
+    pub fn i64(&self, at: u32) -> core::result::Result<i64, ErrorCode> {
+        number::to_i64(self.raw(at))
+    }
+
+    /// Elements of an array, or distinct keys of an object; `None` for
+    /// other types.
+    pub fn len(&mut self, at: u32) -> Option<usize> {
+        let tree = Tree {
+            src: self.src,
+            positions: &self.index.positions,
+            links: &self.index.links,
+        };
+        match tree.value_type(at) {
+            ValueType::Array => Some(tree.count(at) as usize),
+            ValueType::Object => {
+                let count = tree.count(at) as usize;
+                if count < 2 || self.opts.duplicate_keys == DuplicateKeys::Error {
+                    return Some(count);
+                }
+                self.keys.clear();
+                self.keys.extend(tree.keys(at));
+                Some(duplicates::count_distinct(
+                    self.src,
+                    tree.positions,
+                    tree.links,
+                    &self.keys,
+                    &mut self.duplicates,
+                ))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Freed documents kept for reuse by the FFI.
+pub mod pool {
+    use super::Document;
+    use std::sync::Mutex;
+
+    /// Documents parked at most.
+    const MAX_PARKED: usize = 8;
+    /// Index vectors above this many entries are shrunk before parking
+    /// (1 Mi entries, 4 MiB each): one pathological document must not pin
+    /// its memory for the life of the process.
+    const MAX_RETAINED_ENTRIES: usize = 1 << 20;
+
+    #[allow(
+        clippy::vec_box,
+        reason = "the box is the FFI handle; parking it reuses its allocation too"
+    )]
+    static PARKED: Mutex<Vec<Box<Document<'static>>>> = Mutex::new(Vec::new());
+
+    /// A parked document, or a new one.
+    pub fn take() -> Box<Document<'static>> {
+        let parked = PARKED.lock().ok().and_then(|mut p| p.pop());
+        parked.unwrap_or_default()
+    }
+
+    /// Parks `doc` for reuse (or drops it when the pool is full).
+    pub fn give_back(mut doc: Box<Document<'static>>) {
+        doc.unload();
+        doc.index.trim(MAX_RETAINED_ENTRIES);
+        if let Ok(mut parked) = PARKED.lock() {
+            if parked.len() < MAX_PARKED {
+                parked.push(doc);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

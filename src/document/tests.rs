@@ -1,0 +1,244 @@
+//! Lookups on parsed documents: paths, pointers, duplicates, values.
+
+use super::*;
+
+const CHAT: &[u8] = br#"{
+  "model": "gpt-4o",
+  "temperature": 0.7,
+  "stream": false,
+  "tool_choice": null,
+  "usage": {"total_tokens": 9223372036854775807, "neg": -9223372036854775808},
+  "messages": [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": [{"type": "text", "text": "hi \u00e9\n"}, {"type": "image_url"}]}
+  ],
+  "a.b": {"c[0]": 1, "x/y": 2, "t~": 3, "": 4}
+}"#;
+
+fn doc(text: &[u8]) -> Document<'_> {
+    Document::parse(text, &Options::default()).unwrap()
+}
+
+fn find<'a>(d: &mut Document<'a>, path: &str) -> Option<u32> {
+    d.find(Document::ROOT, path.as_bytes()).unwrap()
+}
+
+fn raw_at(d: &mut Document<'_>, path: &str) -> Vec<u8> {
+    let at = find(d, path).unwrap();
+    d.raw(at).to_vec()
+}
+
+fn text_at(d: &mut Document<'_>, path: &str) -> Option<String> {
+    let at = find(d, path)?;
+    Some(String::from_utf8(d.string(at).to_vec()).unwrap())
+}
+
+#[test]
+fn paths_reach_values_of_every_type() {
+    let mut d = doc(CHAT);
+    assert_eq!(text_at(&mut d, "model").as_deref(), Some("gpt-4o"));
+    let t = find(&mut d, "temperature").unwrap();
+    assert_eq!((d.value_type(t), d.f64(t)), (ValueType::Number, 0.7));
+    let s = find(&mut d, "stream").unwrap();
+    assert_eq!(d.value_type(s), ValueType::False);
+    let n = find(&mut d, "tool_choice").unwrap();
+    assert_eq!(d.value_type(n), ValueType::Null);
+    let big = find(&mut d, "usage.total_tokens").unwrap();
+    assert_eq!(d.i64(big), Ok(i64::MAX));
+    let neg = find(&mut d, "usage.neg").unwrap();
+    assert_eq!(d.i64(neg), Ok(i64::MIN));
+    assert_eq!(
+        text_at(&mut d, "messages[1].content[0].text").as_deref(),
+        Some("hi é\n")
+    );
+    assert_eq!(
+        text_at(&mut d, "messages[0].content").as_deref(),
+        Some("Be brief.")
+    );
+    assert_eq!(find(&mut d, ""), Some(0));
+}
+
+#[test]
+fn missing_paths_are_not_found() {
+    let mut d = doc(CHAT);
+    for path in [
+        "nope",
+        "model.x",
+        "messages[2]",
+        "messages[0][0]",
+        "messages.0",
+        "usage[0]",
+        "[0]",
+        "messages[99999999999999999999]",
+    ] {
+        assert_eq!(find(&mut d, path), None, "{path}");
+    }
+}
+
+#[test]
+fn malformed_paths_are_errors_even_after_a_missing_step() {
+    let mut d = doc(CHAT);
+    for path in ["a..b", "nope..b", "messages[x]", "nope[01]", "/a~2"] {
+        assert_eq!(
+            d.find(0, path.as_bytes()).unwrap_err().code,
+            ErrorCode::BadPath,
+            "{path}"
+        );
+    }
+}
+
+#[test]
+fn json_pointers_reach_keys_with_dots_and_brackets() {
+    let mut d = doc(CHAT);
+    assert_eq!(raw_at(&mut d, "/a.b/c[0]"), b"1");
+    assert_eq!(raw_at(&mut d, "/a.b/x~1y"), b"2");
+    assert_eq!(raw_at(&mut d, "/a.b/t~0"), b"3");
+    assert_eq!(raw_at(&mut d, "/a.b/"), b"4");
+    assert_eq!(
+        text_at(&mut d, "/messages/1/content/0/type").as_deref(),
+        Some("text")
+    );
+    assert_eq!(find(&mut d, "/messages/-"), None);
+    assert_eq!(find(&mut d, "/messages/01"), None);
+    assert_eq!(find(&mut d, "/messages/x"), None);
+}
+
+#[test]
+fn cursors_are_relative_and_checked() {
+    let mut d = doc(CHAT);
+    let m = find(&mut d, "messages[1]").unwrap();
+    let t = d.find(m, b"content[0].text").unwrap().unwrap();
+    assert_eq!(d.string(t), "hi é\n".as_bytes());
+    assert_eq!(d.find(m, b"").unwrap(), Some(m));
+    // An entry that is not a value start (a colon, a closing quote) or
+    // lies past the end is refused.
+    for bad in [1u32, 2, 3, 10_000, u32::MAX] {
+        assert_eq!(
+            d.find(bad, b"").unwrap_err().code,
+            ErrorCode::BadCursor,
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn escaped_keys_match_their_decoded_form() {
+    let text = br#"{"mod\u0065l":"x","a\/b":1,"\ud83d\ude00":2,"q\"":3}"#;
+    let mut d = doc(text);
+    assert_eq!(text_at(&mut d, "model").as_deref(), Some("x"));
+    assert_eq!(raw_at(&mut d, "/a~1b"), b"1");
+    assert_eq!(raw_at(&mut d, "😀"), b"2");
+    assert_eq!(raw_at(&mut d, "q\""), b"3");
+    assert_eq!(find(&mut d, "mod\\u0065l"), None);
+}
+
+#[test]
+fn duplicate_keys_last_wins_everywhere() {
+    let text = br#"{"model":"allowed","x":1,"mod\u0065l":"sneaky"}"#;
+    let mut d = doc(text);
+    assert_eq!(text_at(&mut d, "model").as_deref(), Some("sneaky"));
+    assert_eq!(d.len(0), Some(2));
+    let strict = Options {
+        duplicate_keys: DuplicateKeys::Error,
+        ..Options::default()
+    };
+    assert_eq!(
+        Document::parse(text, &strict).unwrap_err().code,
+        ErrorCode::DuplicateKey
+    );
+}
+
+#[test]
+fn lengths() {
+    let mut d = doc(CHAT);
+    let m = find(&mut d, "messages").unwrap();
+    assert_eq!(d.len(m), Some(2));
+    assert_eq!(d.len(0), Some(7));
+    let e = doc(b"[[],{}]");
+    let mut e = e;
+    assert_eq!(e.len(1), Some(0));
+    assert_eq!(e.len(4), Some(0));
+    let model = find(&mut d, "model").unwrap();
+    assert_eq!(d.len(model), None);
+    let wide: String = format!(
+        "{{{}}}",
+        (0..100)
+            .map(|i| format!("\"k{}\":{i}", i % 40))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let mut w = doc(wide.as_bytes());
+    assert_eq!(w.len(0), Some(40));
+}
+
+#[test]
+fn raw_returns_exact_source_text() {
+    let mut d = doc(CHAT);
+    assert_eq!(
+        raw_at(&mut d, "messages[0]"),
+        br#"{"role": "system", "content": "Be brief."}"#
+    );
+    assert_eq!(raw_at(&mut d, "temperature"), b"0.7");
+    assert_eq!(raw_at(&mut d, "stream"), b"false");
+    assert_eq!(
+        raw_at(&mut d, "messages[1].content[0].text"),
+        br#""hi \u00e9\n""#
+    );
+    assert_eq!(d.raw(0), CHAT);
+}
+
+#[test]
+fn sequential_and_random_element_access_agree() {
+    let text: String = format!(
+        "[{}]",
+        (0..500)
+            .map(|i| format!("{{\"v\":{i}}}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let mut d = doc(text.as_bytes());
+    let mut rng = crate::testing::Rng::new(5);
+    for i in (0..500).chain((0..500).map(|_| rng.below(500))) {
+        let at = d.find(0, format!("[{i}].v").as_bytes()).unwrap().unwrap();
+        assert_eq!(d.i64(at), Ok(i as i64));
+    }
+}
+
+#[test]
+fn failed_parse_leaves_an_empty_document() {
+    let mut d = doc(b"[1]");
+    assert!(d.load(b"[1,", &Options::default()).is_err());
+    assert_eq!(d.find(0, b"").unwrap_err().code, ErrorCode::BadCursor);
+    assert!(d.load(b"{\"a\":2}", &Options::default()).is_ok());
+    assert_eq!(raw_at(&mut d, "a"), b"2");
+}
+
+#[test]
+fn pooled_documents_parse_without_new_allocations() {
+    let mut doc = pool::take();
+    let read_all = |doc: &mut Document<'static>| {
+        doc.load(CHAT, &Options::default()).unwrap();
+        let m = doc
+            .find(0, b"messages[1].content[0].text")
+            .unwrap()
+            .unwrap();
+        assert_eq!(doc.string(m), "hi \u{e9}\n".as_bytes());
+        assert_eq!(doc.len(0), Some(7));
+    };
+    let capacities = |doc: &Document<'static>| {
+        (
+            doc.index.positions.capacity(),
+            doc.index.links.capacity(),
+            doc.index.escapes.capacity(),
+            doc.text.capacity(),
+            doc.keys.capacity(),
+        )
+    };
+    read_all(&mut doc);
+    let warm = capacities(&doc);
+    for _ in 0..100 {
+        read_all(&mut doc);
+    }
+    assert_eq!(capacities(&doc), warm);
+    pool::give_back(doc);
+}

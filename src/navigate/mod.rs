@@ -1,0 +1,184 @@
+//! Moving around a validated document: cursors are index entries.
+//!
+//! A cursor is the entry of a value's first structural (see
+//! [`crate::index`]). Thanks to the links built by validation, stepping
+//! over any value is O(1): a container jumps to its close, a string is two
+//! entries, any other scalar one. Finding a key walks the object's members
+//! comparing keys after unescaping ([`crate::values::string::unescaped_eq`]);
+//! finding element `k` steps over `k` elements.
+//!
+//! Duplicate keys: under "last wins" a lookup keeps walking after a match
+//! and returns the last one, so lookups, counts and iteration read the
+//! document the way lua-cjson and most servers do. Under "error" the
+//! document has no repeats and the first match is the only one.
+
+pub mod path;
+
+use core::ops::Range;
+
+use crate::values::number::number_end;
+use crate::values::string::unescaped_eq;
+
+/// The JSON type of a value. `#[repr(i32)]`, mirrored in `include/qjson.h`.
+#[repr(i32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueType {
+    /// `null`
+    Null = 1,
+    /// `false`
+    False = 2,
+    /// `true`
+    True = 3,
+    /// any number
+    Number = 4,
+    /// a string
+    String = 5,
+    /// an array
+    Array = 6,
+    /// an object
+    Object = 7,
+}
+
+/// A read-only view of a validated document for navigation.
+#[derive(Clone, Copy)]
+pub struct Tree<'a> {
+    /// The JSON text.
+    pub src: &'a [u8],
+    /// Stage-1 positions.
+    pub positions: &'a [u32],
+    /// Stage-2 links.
+    pub links: &'a [u32],
+}
+
+impl<'a> Tree<'a> {
+    #[inline(always)]
+    fn byte(&self, e: u32) -> u8 {
+        self.src[self.positions[e as usize] as usize]
+    }
+
+    /// Whether `e` can be a cursor: an entry that starts a value (the
+    /// first entry, or one right after `[`, `,` or `:`). Cursors come from
+    /// this library, but they cross the FFI as plain integers.
+    pub fn is_value(&self, e: u32) -> bool {
+        let Some(&p) = self.positions.get(e as usize) else {
+            return false;
+        };
+        let starts_value = matches!(
+            self.src[p as usize],
+            b'{' | b'[' | b'"' | b't' | b'f' | b'n' | b'-' | b'0'..=b'9'
+        );
+        starts_value && (e == 0 || matches!(self.byte(e - 1), b'[' | b',' | b':'))
+    }
+
+    /// The type of the value at cursor `e`.
+    #[inline]
+    pub fn value_type(&self, e: u32) -> ValueType {
+        match self.byte(e) {
+            b'{' => ValueType::Object,
+            b'[' => ValueType::Array,
+            b'"' => ValueType::String,
+            b't' => ValueType::True,
+            b'f' => ValueType::False,
+            b'n' => ValueType::Null,
+            _ => ValueType::Number,
+        }
+    }
+
+    /// The entry just after the value at `e`.
+    #[inline(always)]
+    pub fn skip(&self, e: u32) -> u32 {
+        match self.byte(e) {
+            b'{' | b'[' => self.links[e as usize] + 1,
+            b'"' => e + 2,
+            _ => e + 1,
+        }
+    }
+
+    /// Members (object) or elements (array) of the container at `e`,
+    /// counting repeated keys.
+    #[inline]
+    pub fn count(&self, e: u32) -> u32 {
+        self.links[self.links[e as usize] as usize]
+    }
+
+    /// The key entries (opening quotes) of the object at `obj`, in order.
+    pub fn keys(&self, obj: u32) -> impl Iterator<Item = u32> + '_ {
+        let close = self.links[obj as usize];
+        let mut k = obj + 1;
+        core::iter::from_fn(move || {
+            if k >= close {
+                return None;
+            }
+            let key = k;
+            // key, closing quote, colon, value, then ',' or the close.
+            k = self.skip(key + 3) + 1;
+            Some(key)
+        })
+    }
+
+    /// The bytes between the quotes of the string at `e`, undecoded.
+    #[inline]
+    pub fn string_body(&self, e: u32) -> &'a [u8] {
+        let e = e as usize;
+        &self.src[self.positions[e] as usize + 1..self.positions[e + 1] as usize]
+    }
+
+    /// Whether the string at `e` contains escapes (must be decoded).
+    #[inline]
+    pub fn has_escapes(&self, e: u32) -> bool {
+        self.links[e as usize] != 0
+    }
+
+    /// Whether the key at entry `key` decodes to `want`.
+    #[inline]
+    pub fn key_is(&self, key: u32, want: &[u8]) -> bool {
+        let body = self.string_body(key);
+        if self.has_escapes(key) {
+            // Decoding never lengthens a string.
+            body.len() >= want.len() && unescaped_eq(body, want)
+        } else {
+            body == want
+        }
+    }
+
+    /// The value of member `want` of the object at `obj`: the last match
+    /// when `last_wins`, else the first.
+    pub fn find_key(&self, obj: u32, want: &[u8], last_wins: bool) -> Option<u32> {
+        let mut found = None;
+        for key in self.keys(obj) {
+            if self.key_is(key, want) {
+                found = Some(key + 3);
+                if !last_wins {
+                    break;
+                }
+            }
+        }
+        found
+    }
+
+    /// Steps from element `from` (the `from_index`-th) to the
+    /// `index`-th element (index >= from_index, within the array).
+    #[inline]
+    pub fn step_elements(&self, mut from: u32, from_index: u32, index: u32) -> u32 {
+        for _ in from_index..index {
+            // element, then ','.
+            from = self.skip(from) + 1;
+        }
+        from
+    }
+
+    /// The exact source text of the value at `e`, as a byte range.
+    pub fn raw(&self, e: u32) -> Range<usize> {
+        let start = self.positions[e as usize] as usize;
+        let end = match self.value_type(e) {
+            ValueType::Object | ValueType::Array => {
+                self.positions[self.links[e as usize] as usize] as usize + 1
+            }
+            ValueType::String => self.positions[e as usize + 1] as usize + 1,
+            ValueType::True | ValueType::Null => start + 4,
+            ValueType::False => start + 5,
+            ValueType::Number => number_end(self.src, start).unwrap_or(start),
+        };
+        start..end
+    }
+}
