@@ -1,6 +1,7 @@
 //! qjson core (work in progress).
 pub mod document;
 pub mod error;
+pub mod ffi;
 pub mod index;
 pub mod navigate;
 pub mod scan;

@@ -1,0 +1,163 @@
+/*
+ * qjson.h - the C ABI of libqjson, the native core of the qjson LuaJIT
+ * library. This header is the single source of the FFI declarations: the
+ * block between the qjson-cdef markers is what lua/qjson/ffi.lua passes to
+ * ffi.cdef, and a spec checks that the two are identical.
+ *
+ * Ownership and lifetime
+ *   - qjson_parse borrows the JSON text. The caller keeps those bytes alive
+ *     and unchanged until qjson_free(doc); the document never copies them.
+ *   - A qjson_doc belongs to the caller, who releases it with qjson_free
+ *     exactly once. Freed documents are recycled internally.
+ *   - qjson_value.str points into the JSON text or into a buffer owned by
+ *     the document; it stays valid until the next call on the same
+ *     document, or its free. Copy it out before calling again.
+ *   - One thread at a time per document; different documents may be used
+ *     from different threads.
+ *
+ * Cursors
+ *   A cursor (uint32_t) names a value of a document. 0 is the whole
+ *   document; qjson_find returns the cursor of any value. Lookups take a
+ *   cursor and a path relative to it: "" is the value itself, "a.b[0].c" a
+ *   dotted path with 0-based indices, "/a/b/0/c" an RFC 6901 JSON Pointer.
+ *
+ * Return values of the lookup functions
+ *   QJSON_OK, or QJSON_NOT_FOUND (the path names nothing: not an error),
+ *   QJSON_TYPE_MISMATCH (out->type holds the actual type),
+ *   QJSON_OUT_OF_RANGE / QJSON_NOT_INTEGER (qjson_get_i64),
+ *   QJSON_BAD_PATH (out->i64 holds the byte offset in the path),
+ *   QJSON_BAD_CURSOR, QJSON_BAD_ARGUMENT, QJSON_INTERNAL.
+ */
+#ifndef QJSON_H
+#define QJSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* qjson-cdef-begin */
+typedef struct qjson_doc qjson_doc;
+
+enum {
+    QJSON_OK = 0,
+    /* The document is rejected. */
+    QJSON_E_EMPTY = 1,
+    QJSON_E_TOO_LARGE = 2,
+    QJSON_E_INVALID_UTF8 = 3,
+    QJSON_E_CONTROL_CHARACTER = 4,
+    QJSON_E_UNTERMINATED_STRING = 5,
+    QJSON_E_INVALID_ESCAPE = 6,
+    QJSON_E_INVALID_UNICODE_ESCAPE = 7,
+    QJSON_E_LONE_SURROGATE = 8,
+    QJSON_E_INVALID_NUMBER = 9,
+    QJSON_E_INVALID_LITERAL = 10,
+    QJSON_E_EXPECTED_VALUE = 11,
+    QJSON_E_EXPECTED_VALUE_OR_BRACKET = 12,
+    QJSON_E_EXPECTED_KEY = 13,
+    QJSON_E_EXPECTED_KEY_OR_BRACE = 14,
+    QJSON_E_EXPECTED_COLON = 15,
+    QJSON_E_EXPECTED_COMMA_OR_BRACE = 16,
+    QJSON_E_EXPECTED_COMMA_OR_BRACKET = 17,
+    QJSON_E_TRAILING_CONTENT = 18,
+    QJSON_E_DEPTH_EXCEEDED = 19,
+    QJSON_E_DUPLICATE_KEY = 20,
+    /* Lookup outcomes on a valid document. */
+    QJSON_NOT_FOUND = 32,
+    QJSON_TYPE_MISMATCH = 33,
+    QJSON_OUT_OF_RANGE = 34,
+    QJSON_NOT_INTEGER = 35,
+    /* Misuse. */
+    QJSON_BAD_PATH = 64,
+    QJSON_BAD_CURSOR = 65,
+    QJSON_BAD_ARGUMENT = 66,
+    QJSON_BAD_KERNEL = 67,
+    QJSON_INTERNAL = 99
+};
+
+enum {
+    QJSON_TYPE_NULL = 1,
+    QJSON_TYPE_FALSE = 2,
+    QJSON_TYPE_TRUE = 3,
+    QJSON_TYPE_NUMBER = 4,
+    QJSON_TYPE_STRING = 5,
+    QJSON_TYPE_ARRAY = 6,
+    QJSON_TYPE_OBJECT = 7
+};
+
+enum {
+    QJSON_DUPLICATE_KEYS_LAST_WINS = 0,
+    QJSON_DUPLICATE_KEYS_ERROR = 1
+};
+
+typedef struct qjson_options {
+    uint32_t max_depth;      /* deepest container nesting; 0 means 1024 */
+    int32_t duplicate_keys;  /* QJSON_DUPLICATE_KEYS_* */
+} qjson_options;
+
+typedef struct qjson_error {
+    int32_t code;            /* QJSON_E_*, QJSON_BAD_ARGUMENT or QJSON_BAD_KERNEL */
+    uint32_t reserved;
+    uint64_t offset;         /* byte offset of the problem in the text */
+    char message[256];       /* NUL-terminated ASCII, e.g. "invalid number at byte 17" */
+} qjson_error;
+
+typedef struct qjson_value {
+    int32_t type;            /* QJSON_TYPE_* of the value found */
+    uint32_t cursor;         /* the value's cursor */
+    const char *str;         /* qjson_get on a string: decoded bytes; qjson_raw: source text */
+    size_t len;              /* byte length of str; qjson_len: the count */
+    double num;              /* qjson_get on a number: nearest double */
+    int64_t i64;             /* qjson_get_i64: the value; QJSON_BAD_PATH: offset in path */
+} qjson_value;
+
+/* Library version, e.g. "0.1.0". */
+const char *qjson_version(void);
+
+/* The stage-1 kernel in use ("avx2", "scalar"), or NULL when the
+   QJSON_KERNEL environment variable names one this build or CPU lacks. */
+const char *qjson_kernel(void);
+
+/* Parses and fully validates json[0..len). Returns NULL and fills *error
+   (which may be NULL) on invalid JSON or bad options. options may be NULL. */
+qjson_doc *qjson_parse(const char *json, size_t len, const qjson_options *options,
+                       qjson_error *error);
+
+/* Releases a document. NULL is ignored. */
+void qjson_free(qjson_doc *doc);
+
+/* Finds the value at path: sets out->type and out->cursor. */
+int qjson_find(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
+               qjson_value *out);
+
+/* Like qjson_find, and for a string also sets str/len to its decoded bytes,
+   for a number num to its nearest double (+-inf beyond the double range). */
+int qjson_get(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
+              qjson_value *out);
+
+/* The number at path as an exact int64 in out->i64: any integral spelling
+   (12, 1.0, 2.5e1); QJSON_NOT_INTEGER or QJSON_OUT_OF_RANGE otherwise. */
+int qjson_get_i64(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
+                  qjson_value *out);
+
+/* Elements of an array or distinct keys of an object, in out->len. */
+int qjson_len(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
+              qjson_value *out);
+
+/* The exact source text of the value at path, in out->str and out->len. */
+int qjson_raw(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
+              qjson_value *out);
+/* qjson-cdef-end */
+
+/* A lua_CFunction, for package.loadlib: pushes the NULL light userdata
+   (lua-cjson's cjson.null, OpenResty's ngx.null). Resolves the Lua API
+   from the host process at call time, so libqjson links no Lua library. */
+int qjson_lua_null(void *L);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QJSON_H */

@@ -1,0 +1,154 @@
+-- qjson: strict, lazy JSON for LuaJIT and OpenResty.
+--
+--   local qjson = require("qjson")
+--   local doc = qjson.parse(body)            -- validates all of body; raises on invalid JSON
+--   doc:get_str("model"), doc:get_f64("temperature"), doc:get_i64("usage.total_tokens")
+--
+-- See README.md for the whole API. qjson.safe has the same functions,
+-- returning nil, err instead of raising.
+
+local ffi = require("ffi")
+local qffi = require("qjson.ffi")
+local doc = require("qjson.doc")
+
+local C = qffi.C
+local err_cell = qffi.error
+local ffi_string = ffi.string
+local new_doc = doc.new
+local error = error
+local type = type
+local pairs = pairs
+local tostring = tostring
+local math_floor = math.floor
+
+local DUPLICATE_KEY_POLICIES = {
+    last = C.QJSON_DUPLICATE_KEYS_LAST_WINS,
+    error = C.QJSON_DUPLICATE_KEYS_ERROR,
+}
+local MAX_DEPTH_LIMIT = 2 ^ 31 - 1
+
+local _M = {
+    _VERSION = "0.1.0",
+    null = qffi.null,
+}
+
+-- Process-wide defaults, changed cjson-style by the option functions below.
+local defaults = { max_depth = 1024, duplicate_keys = "last" }
+local default_options = ffi.new("qjson_options", 1024, C.QJSON_DUPLICATE_KEYS_LAST_WINS)
+local call_options = ffi.new("qjson_options")
+
+-- Checks one option value; returns the converted value or nil, message.
+local checks = {
+    max_depth = function(v)
+        if type(v) ~= "number" or v ~= math_floor(v) or v < 1 or v > MAX_DEPTH_LIMIT then
+            return nil, "max_depth must be an integer from 1 to " .. MAX_DEPTH_LIMIT
+        end
+        return v
+    end,
+    duplicate_keys = function(v)
+        local policy = DUPLICATE_KEY_POLICIES[v]
+        if policy == nil then
+            return nil, "duplicate_keys must be \"last\" or \"error\""
+        end
+        return policy
+    end,
+}
+
+-- The qjson_options for a call: the defaults, or the defaults overridden
+-- by the table `opts`. Returns nil, message for a bad table.
+local function options_for(opts)
+    if opts == nil then
+        return default_options
+    end
+    if type(opts) ~= "table" then
+        return nil, "bad argument #2 to 'parse' (table expected, got " .. type(opts) .. ")"
+    end
+    call_options.max_depth = default_options.max_depth
+    call_options.duplicate_keys = default_options.duplicate_keys
+    for k, v in pairs(opts) do
+        local check = checks[k]
+        if check == nil then
+            return nil, "qjson: unknown option '" .. tostring(k) .. "'"
+        end
+        local converted, err = check(v)
+        if converted == nil then
+            return nil, "qjson: " .. err
+        end
+        call_options[k] = converted
+    end
+    return call_options
+end
+
+-- Error levels for `error`: invalid JSON is data and its message is
+-- exactly "qjson: ..." (as cjson's are), misuse points at the caller.
+local DATA, MISUSE = 0, 2
+
+-- Parses `text`; returns the document, or nil, the message and its level.
+local function parse(text, opts, safe)
+    if type(text) ~= "string" then
+        return nil, "bad argument #1 to 'parse' (string expected, got " .. type(text) .. ")",
+               MISUSE
+    end
+    local o, err = options_for(opts)
+    if not o then
+        return nil, err, MISUSE
+    end
+    local ptr = C.qjson_parse(text, #text, o, err_cell)
+    if ptr == nil then
+        return nil, "qjson: " .. ffi_string(err_cell[0].message), DATA
+    end
+    return new_doc(ptr, text, safe)
+end
+
+-- qjson.parse(text [, options]): a validated document. Raises on invalid
+-- JSON ("qjson: invalid number at byte 17") and on bad arguments.
+function _M.parse(text, opts)
+    local d, err, level = parse(text, opts, false)
+    if not d then
+        error(err, level)
+    end
+    return d
+end
+
+-- Used by qjson.safe.
+_M._parse = parse
+
+-- cjson-style option functions: set when given a value, always return
+-- the current one. They change the defaults of every later call.
+
+function _M.decode_max_depth(depth)
+    if depth ~= nil then
+        local v, err = checks.max_depth(depth)
+        if not v then
+            error("bad argument #1 to 'decode_max_depth' (" .. err .. ")", 2)
+        end
+        defaults.max_depth = v
+        default_options.max_depth = v
+    end
+    return defaults.max_depth
+end
+
+function _M.duplicate_keys(policy)
+    if policy ~= nil then
+        local v, err = checks.duplicate_keys(policy)
+        if not v then
+            error("bad argument #1 to 'duplicate_keys' (" .. err .. ")", 2)
+        end
+        defaults.duplicate_keys = policy
+        default_options.duplicate_keys = v
+    end
+    return defaults.duplicate_keys
+end
+
+-- The stage-1 kernel in use ("avx2" or "scalar").
+function _M.kernel()
+    local name = C.qjson_kernel()
+    if name == nil then
+        return nil, "qjson: QJSON_KERNEL names a kernel this build or CPU cannot run"
+    end
+    return ffi_string(name)
+end
+
+_M.library_path = qffi.path
+
+return _M

@@ -1,0 +1,248 @@
+-- Documents and cursors: typed getters over a parsed JSON text.
+--
+-- A document and every cursor opened from it are the same kind of object:
+-- a reference to the shared native handle plus a cursor (0 for the whole
+-- document). Each getter is one call into libqjson that resolves the path
+-- and reads the value; nothing is decoded that is not asked for.
+--
+-- Data never raises: a missing path gives nil, a value of another type or
+-- an out-of-range integer gives nil and a message. Misuse raises: a
+-- malformed path, a document used after free(). Documents made by
+-- qjson.safe return nil and the message for misuse too.
+
+local ffi = require("ffi")
+local qffi = require("qjson.ffi")
+
+local C = qffi.C
+local value = qffi.value
+local null = qffi.null
+local ffi_string = ffi.string
+local ffi_gc = ffi.gc
+local error = error
+local type = type
+local tonumber = tonumber
+local tostring = tostring
+local setmetatable = setmetatable
+
+local OK = C.QJSON_OK
+local NOT_FOUND = C.QJSON_NOT_FOUND
+local TYPE_MISMATCH = C.QJSON_TYPE_MISMATCH
+local OUT_OF_RANGE = C.QJSON_OUT_OF_RANGE
+local NOT_INTEGER = C.QJSON_NOT_INTEGER
+local BAD_PATH = C.QJSON_BAD_PATH
+
+local T_NULL = C.QJSON_TYPE_NULL
+local T_FALSE = C.QJSON_TYPE_FALSE
+local T_TRUE = C.QJSON_TYPE_TRUE
+local T_NUMBER = C.QJSON_TYPE_NUMBER
+local T_STRING = C.QJSON_TYPE_STRING
+
+-- Lua-facing type names, indexed by QJSON_TYPE_*.
+local TYPE_NAMES = { "null", "boolean", "boolean", "number", "string", "array", "object" }
+
+local Doc = {}
+Doc.__index = Doc
+
+local _M = { _VERSION = "0.1.0" }
+
+-- Raises `message` at the level of the caller of the getter, or returns
+-- nil, message for documents made by qjson.safe.
+local function misuse(self, message)
+    if self._doc.safe then
+        return nil, message
+    end
+    return error(message, 3)
+end
+
+-- The native handle of a live document; nil after free().
+local function handle(self)
+    return self._doc.ptr
+end
+
+local function freed(self)
+    return misuse(self, "qjson: document used after free()")
+end
+
+-- The path argument ("" when omitted), or nil and the misuse message.
+local function check_path(path, method)
+    if path == nil then
+        return ""
+    end
+    if type(path) ~= "string" then
+        return nil, "bad argument #1 to '" .. method .. "' (string expected, got "
+                    .. type(path) .. ")"
+    end
+    return path
+end
+
+-- The result of a lookup that did not return QJSON_OK.
+local function failure(self, rc, path, wanted)
+    if rc == NOT_FOUND then
+        return nil
+    end
+    local v = value[0]
+    if rc == TYPE_MISMATCH then
+        return nil, "qjson: expected " .. wanted .. " at \"" .. path .. "\", got "
+                    .. TYPE_NAMES[v.type]
+    elseif rc == OUT_OF_RANGE then
+        return nil, "qjson: integer at \"" .. path .. "\" does not fit in int64"
+    elseif rc == NOT_INTEGER then
+        return nil, "qjson: number at \"" .. path .. "\" is not an integer"
+    elseif rc == BAD_PATH then
+        return misuse(self, "qjson: invalid path \"" .. path .. "\" at byte "
+                            .. tostring(tonumber(v.i64)))
+    end
+    return misuse(self, "qjson: lookup failed with code " .. rc)
+end
+
+local function mismatch(path, wanted, got)
+    return nil, "qjson: expected " .. wanted .. " at \"" .. path .. "\", got " .. TYPE_NAMES[got]
+end
+
+-- Runs the lookup `fn` for `path` from this cursor. Returns the status.
+local function lookup(self, fn, path)
+    return fn(handle(self), self._at, path, #path, value)
+end
+
+-- Each getter: validate arguments, one native call, convert.
+
+function Doc:get_str(path)
+    if not handle(self) then return freed(self) end
+    local p, err = check_path(path, "get_str")
+    if not p then return misuse(self, err) end
+    local rc = lookup(self, C.qjson_get, p)
+    if rc ~= OK then return failure(self, rc, p, "string") end
+    local v = value[0]
+    if v.type ~= T_STRING then return mismatch(p, "string", v.type) end
+    return ffi_string(v.str, v.len)
+end
+
+function Doc:get_f64(path)
+    if not handle(self) then return freed(self) end
+    local p, err = check_path(path, "get_f64")
+    if not p then return misuse(self, err) end
+    local rc = lookup(self, C.qjson_get, p)
+    if rc ~= OK then return failure(self, rc, p, "number") end
+    local v = value[0]
+    if v.type ~= T_NUMBER then return mismatch(p, "number", v.type) end
+    return v.num
+end
+
+function Doc:get_i64(path)
+    if not handle(self) then return freed(self) end
+    local p, err = check_path(path, "get_i64")
+    if not p then return misuse(self, err) end
+    local rc = lookup(self, C.qjson_get_i64, p)
+    if rc ~= OK then return failure(self, rc, p, "number") end
+    return value[0].i64
+end
+
+function Doc:get_bool(path)
+    if not handle(self) then return freed(self) end
+    local p, err = check_path(path, "get_bool")
+    if not p then return misuse(self, err) end
+    local rc = lookup(self, C.qjson_find, p)
+    if rc ~= OK then return failure(self, rc, p, "boolean") end
+    local t = value[0].type
+    if t == T_TRUE then return true end
+    if t == T_FALSE then return false end
+    return mismatch(p, "boolean", t)
+end
+
+-- true for JSON null, false for any other value, nil when missing.
+function Doc:is_null(path)
+    if not handle(self) then return freed(self) end
+    local p, err = check_path(path, "is_null")
+    if not p then return misuse(self, err) end
+    local rc = lookup(self, C.qjson_find, p)
+    if rc ~= OK then return failure(self, rc, p) end
+    return value[0].type == T_NULL
+end
+
+function Doc:typeof(path)
+    if not handle(self) then return freed(self) end
+    local p, err = check_path(path, "typeof")
+    if not p then return misuse(self, err) end
+    local rc = lookup(self, C.qjson_find, p)
+    if rc ~= OK then return failure(self, rc, p) end
+    return TYPE_NAMES[value[0].type]
+end
+
+-- Elements of an array, distinct keys of an object.
+function Doc:len(path)
+    if not handle(self) then return freed(self) end
+    local p, err = check_path(path, "len")
+    if not p then return misuse(self, err) end
+    local rc = lookup(self, C.qjson_len, p)
+    if rc ~= OK then return failure(self, rc, p, "array or object") end
+    return tonumber(value[0].len)
+end
+
+-- The exact source text of the value.
+function Doc:raw(path)
+    if not handle(self) then return freed(self) end
+    local p, err = check_path(path, "raw")
+    if not p then return misuse(self, err) end
+    local rc = lookup(self, C.qjson_raw, p)
+    if rc ~= OK then return failure(self, rc, p) end
+    local v = value[0]
+    return ffi_string(v.str, v.len)
+end
+
+-- A scalar as a Lua value: string, number, boolean or qjson.null.
+function Doc:get(path)
+    if not handle(self) then return freed(self) end
+    local p, err = check_path(path, "get")
+    if not p then return misuse(self, err) end
+    local rc = lookup(self, C.qjson_get, p)
+    if rc ~= OK then return failure(self, rc, p) end
+    local v = value[0]
+    local t = v.type
+    if t == T_STRING then return ffi_string(v.str, v.len) end
+    if t == T_NUMBER then return v.num end
+    if t == T_TRUE then return true end
+    if t == T_FALSE then return false end
+    if t == T_NULL then return null end
+    return nil, "qjson: value at \"" .. p .. "\" is an " .. TYPE_NAMES[t]
+                .. "; read it with open() or qjson.decode()"
+end
+
+-- A cursor on the value at path: the same getters, relative to it.
+function Doc:open(path)
+    if not handle(self) then return freed(self) end
+    local p, err = check_path(path, "open")
+    if not p then return misuse(self, err) end
+    local rc = lookup(self, C.qjson_find, p)
+    if rc ~= OK then return failure(self, rc, p) end
+    return setmetatable({ _doc = self._doc, _at = value[0].cursor }, Doc)
+end
+
+-- Releases the native document now, for this object and every cursor
+-- opened from it; later calls raise instead of touching freed memory.
+function Doc:free()
+    local state = self._doc
+    local ptr = state.ptr
+    if ptr then
+        state.ptr = false
+        ffi_gc(ptr, nil)
+        C.qjson_free(ptr)
+    end
+end
+
+Doc.__tostring = function(self)
+    local state = self._doc
+    return "qjson.doc: " .. (state.ptr and ("cursor " .. self._at) or "freed")
+end
+
+-- Wraps a native handle from qjson_parse. `src` is the Lua string the
+-- handle borrows: keeping it in the state keeps it alive exactly as long
+-- as the handle can be reached.
+function _M.new(ptr, src, safe)
+    ffi_gc(ptr, C.qjson_free)
+    local state = { ptr = ptr, src = src, safe = safe }
+    return setmetatable({ _doc = state, _at = 0 }, Doc)
+end
+
+_M.Doc = Doc
+
+return _M

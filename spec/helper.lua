@@ -1,0 +1,68 @@
+-- Shared by the specs: where the shared test data lives, and small
+-- builders for large documents.
+
+local _M = {}
+
+-- The JSONTestSuite and corpus files: $QJSON_DATA, else ../shared/data
+-- beside the repository, else /work/shared/data.
+function _M.data_dir()
+    local candidates = { os.getenv("QJSON_DATA"), "../shared/data", "/work/shared/data" }
+    for _, dir in ipairs(candidates) do
+        if dir and dir ~= "" then
+            local f = io.open(dir .. "/corpus/twitter.json", "rb")
+            if f then
+                f:close()
+                return dir
+            end
+        end
+    end
+    error("test data not found: set QJSON_DATA to the directory holding corpus/ and jsontestsuite/")
+end
+
+function _M.read(path)
+    local f = assert(io.open(path, "rb"))
+    local s = f:read("*a")
+    f:close()
+    return s
+end
+
+-- The file names in a directory (no subdirectories), sorted.
+function _M.list(dir)
+    local p = assert(io.popen('ls -1 "' .. dir .. '"'))
+    local names = {}
+    for name in p:lines() do
+        names[#names + 1] = name
+    end
+    p:close()
+    table.sort(names)
+    return names
+end
+
+-- A deterministic chat-completion request of about `bytes` bytes: each
+-- message has a short text part and a base64 image part.
+function _M.chat_request(bytes, messages)
+    messages = messages or 4
+    local alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    local seed = 12345
+    local image_len = math.max(16, math.ceil(bytes / messages) - 100)
+    local parts = {}
+    for i = 1, messages do
+        -- A random 4 KB block, repeated: fast to build, still base64.
+        local chars = {}
+        for k = 1, math.min(image_len, 4096) do
+            seed = (seed * 1103515245 + 12345) % 2147483648
+            local c = seed % 64 + 1
+            chars[k] = alphabet:sub(c, c)
+        end
+        local block = table.concat(chars)
+        local image = string.rep(block, math.ceil(image_len / #block)):sub(1, image_len)
+        parts[i] = string.format(
+            '{"role":"user","content":[{"type":"text","text":"message %d"},'
+            .. '{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,%s"}}]}',
+            i, image)
+    end
+    return '{"model":"gpt-4o","temperature":0.7,"max_tokens":512,"messages":['
+           .. table.concat(parts, ",") .. "]}"
+end
+
+return _M

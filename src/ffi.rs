@@ -1,0 +1,410 @@
+//! The C ABI declared in `include/qjson.h`: argument checks, panic
+//! containment, and translation to and from the safe API. No logic lives
+//! here.
+//!
+//! Every entry point runs its body under `catch_unwind`: a panic (a bug)
+//! becomes `QJSON_INTERNAL`, never an unwind into LuaJIT or nginx.
+
+use core::ffi::{c_char, c_int, c_void};
+use core::fmt::Write;
+use core::panic::AssertUnwindSafe;
+use core::ptr;
+use std::panic::catch_unwind;
+
+use crate::document::{Document, pool};
+use crate::error::{Error, ErrorCode};
+use crate::navigate::ValueType;
+use crate::scan;
+use crate::validate::{DEFAULT_MAX_DEPTH, DuplicateKeys, Options};
+
+/// The opaque document handle of the C ABI.
+#[allow(non_camel_case_types)]
+pub type qjson_doc = Document<'static>;
+
+/// `qjson_options` of the header.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy, Debug)]
+pub struct qjson_options {
+    /// Deepest nesting; 0 means the default.
+    pub max_depth: u32,
+    /// `QJSON_DUPLICATE_KEYS_*`.
+    pub duplicate_keys: i32,
+}
+
+/// `qjson_error` of the header.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+pub struct qjson_error {
+    /// Error code.
+    pub code: i32,
+    /// Padding kept for the layout.
+    pub reserved: u32,
+    /// Byte offset.
+    pub offset: u64,
+    /// NUL-terminated message.
+    pub message: [c_char; 256],
+}
+
+/// `qjson_value` of the header.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy, Debug)]
+pub struct qjson_value {
+    /// `QJSON_TYPE_*`.
+    pub type_: i32,
+    /// The value's cursor.
+    pub cursor: u32,
+    /// String bytes or raw text.
+    pub str_: *const c_char,
+    /// Length of `str_`, or a count.
+    pub len: usize,
+    /// A number as a double.
+    pub num: f64,
+    /// An exact integer, or the offset of a path error.
+    pub i64_: i64,
+}
+
+// The layouts the header promises (x86_64 and other LP64 targets).
+const _: () = {
+    assert!(size_of::<qjson_options>() == 8 && align_of::<qjson_options>() == 4);
+    assert!(size_of::<qjson_error>() == 272 && align_of::<qjson_error>() == 8);
+    #[cfg(target_pointer_width = "64")]
+    assert!(size_of::<qjson_value>() == 40 && align_of::<qjson_value>() == 8);
+};
+
+const OK: c_int = 0;
+
+/// Runs `body`, turning a panic into `QJSON_INTERNAL`.
+fn guarded(body: impl FnOnce() -> c_int) -> c_int {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(ErrorCode::Internal as c_int)
+}
+
+/// Copies `text` into a NUL-terminated C buffer, cutting it to fit.
+fn write_c_string(buf: &mut [c_char], text: &str) {
+    let n = text.len().min(buf.len() - 1);
+    for (dst, &src) in buf.iter_mut().zip(&text.as_bytes()[..n]) {
+        *dst = src as c_char;
+    }
+    buf[n] = 0;
+}
+
+/// Fills `*out` (if not NULL) with `e`, formatted against `input`.
+///
+/// # Safety
+/// `out` is NULL or valid for writes of a `qjson_error`.
+unsafe fn report(out: *mut qjson_error, e: Error, input: &[u8]) {
+    // SAFETY: the caller guarantees out is NULL or valid for writes.
+    let Some(out) = (unsafe { out.as_mut() }) else {
+        return;
+    };
+    out.code = e.code as i32;
+    out.offset = e.offset as u64;
+    let mut text = String::new();
+    let _ = write!(text, "{}", e.display(input));
+    write_c_string(&mut out.message, &text);
+}
+
+/// The library version.
+#[unsafe(no_mangle)]
+pub extern "C" fn qjson_version() -> *const c_char {
+    c"0.1.0".as_ptr()
+}
+
+/// The name of the active stage-1 kernel, or NULL when misconfigured.
+#[unsafe(no_mangle)]
+pub extern "C" fn qjson_kernel() -> *const c_char {
+    let name = catch_unwind(|| scan::active_kernel().ok()).ok().flatten();
+    match name {
+        Some(scan::Kernel::Scalar) => c"scalar".as_ptr(),
+        Some(scan::Kernel::Avx2) => c"avx2".as_ptr(),
+        None => ptr::null(),
+    }
+}
+
+/// Parses and validates `json[0..len)`.
+///
+/// # Safety
+/// `json` is valid for reads of `len` bytes and stays alive and unchanged
+/// until the returned document is freed; `options` is NULL or valid;
+/// `error` is NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_parse(
+    json: *const c_char,
+    len: usize,
+    options: *const qjson_options,
+    error: *mut qjson_error,
+) -> *mut qjson_doc {
+    let mut handle = ptr::null_mut();
+    let status = guarded(|| {
+        let input: &'static [u8] = if json.is_null() {
+            if len != 0 {
+                return bad_argument(error);
+            }
+            &[]
+        } else {
+            // SAFETY: the caller guarantees json[0..len) is readable and
+            // outlives the document (the 'static here is that promise).
+            unsafe { core::slice::from_raw_parts(json.cast::<u8>(), len) }
+        };
+        // SAFETY: the caller guarantees options is NULL or valid.
+        let opts = match unsafe { options.as_ref() }.map(convert_options) {
+            None => Options::default(),
+            Some(Some(opts)) => opts,
+            Some(None) => return bad_argument(error),
+        };
+        let mut doc = pool::take();
+        match doc.load(input, &opts) {
+            Ok(()) => {
+                handle = Box::into_raw(doc);
+                OK
+            }
+            Err(e) => {
+                pool::give_back(doc);
+                // SAFETY: the caller guarantees error is NULL or writable.
+                unsafe { report(error, e, input) };
+                e.code as c_int
+            }
+        }
+    });
+    if status == ErrorCode::Internal as c_int {
+        // SAFETY: as above.
+        unsafe { report(error, Error::new(ErrorCode::Internal, 0), &[]) };
+    }
+    handle
+}
+
+fn bad_argument(error: *mut qjson_error) -> c_int {
+    // SAFETY: every caller passes through its own caller's guarantee that
+    // error is NULL or writable.
+    unsafe { report(error, Error::new(ErrorCode::BadArgument, 0), &[]) };
+    ErrorCode::BadArgument as c_int
+}
+
+fn convert_options(o: &qjson_options) -> Option<Options> {
+    let duplicate_keys = match o.duplicate_keys {
+        0 => DuplicateKeys::LastWins,
+        1 => DuplicateKeys::Error,
+        _ => return None,
+    };
+    let max_depth = if o.max_depth == 0 {
+        DEFAULT_MAX_DEPTH
+    } else {
+        o.max_depth
+    };
+    Some(Options {
+        max_depth,
+        duplicate_keys,
+    })
+}
+
+/// Releases a document.
+///
+/// # Safety
+/// `doc` is NULL or a live document from `qjson_parse`, not used again.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_free(doc: *mut qjson_doc) {
+    if doc.is_null() {
+        return;
+    }
+    // SAFETY: the caller hands back ownership of a Box made by qjson_parse.
+    let doc = unsafe { Box::from_raw(doc) };
+    let _ = catch_unwind(AssertUnwindSafe(|| pool::give_back(doc)));
+}
+
+/// The shared part of every lookup: checks the arguments, follows the
+/// path, and lets `read` fill in the value.
+///
+/// # Safety
+/// `doc` is NULL or a live document; `path` is valid for `path_len` bytes
+/// (or NULL with 0); `out` is NULL or valid for writes.
+unsafe fn lookup(
+    doc: *mut qjson_doc,
+    cursor: u32,
+    path: *const c_char,
+    path_len: usize,
+    out: *mut qjson_value,
+    read: impl FnOnce(&mut qjson_doc, u32, &mut qjson_value) -> c_int,
+) -> c_int {
+    guarded(|| {
+        // SAFETY: the caller guarantees doc is NULL or a live, unaliased
+        // document and out is NULL or writable.
+        let (Some(doc), Some(out)) = (unsafe { doc.as_mut() }, unsafe { out.as_mut() }) else {
+            return ErrorCode::BadArgument as c_int;
+        };
+        let path: &[u8] = if path.is_null() {
+            if path_len != 0 {
+                return ErrorCode::BadArgument as c_int;
+            }
+            &[]
+        } else {
+            // SAFETY: the caller guarantees path[0..path_len) is readable.
+            unsafe { core::slice::from_raw_parts(path.cast::<u8>(), path_len) }
+        };
+        match doc.find(cursor, path) {
+            Ok(Some(at)) => {
+                out.type_ = doc.value_type(at) as i32;
+                out.cursor = at;
+                read(doc, at, out)
+            }
+            Ok(None) => ErrorCode::NotFound as c_int,
+            Err(e) => {
+                out.i64_ = e.offset as i64;
+                e.code as c_int
+            }
+        }
+    })
+}
+
+/// Finds the value at `path` from `cursor`.
+///
+/// # Safety
+/// See `lookup`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_find(
+    doc: *mut qjson_doc,
+    cursor: u32,
+    path: *const c_char,
+    path_len: usize,
+    out: *mut qjson_value,
+) -> c_int {
+    // SAFETY: the caller's guarantees are lookup's.
+    unsafe { lookup(doc, cursor, path, path_len, out, |_, _, _| OK) }
+}
+
+/// Finds a value and decodes it if it is a string or a number.
+///
+/// # Safety
+/// See `lookup`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_get(
+    doc: *mut qjson_doc,
+    cursor: u32,
+    path: *const c_char,
+    path_len: usize,
+    out: *mut qjson_value,
+) -> c_int {
+    // SAFETY: the caller's guarantees are lookup's.
+    unsafe {
+        lookup(doc, cursor, path, path_len, out, |doc, at, out| {
+            match doc.value_type(at) {
+                ValueType::String => {
+                    let s = doc.string(at);
+                    out.str_ = s.as_ptr().cast();
+                    out.len = s.len();
+                }
+                ValueType::Number => out.num = doc.f64(at),
+                _ => {}
+            }
+            OK
+        })
+    }
+}
+
+/// Reads a number as an exact `i64`.
+///
+/// # Safety
+/// See `lookup`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_get_i64(
+    doc: *mut qjson_doc,
+    cursor: u32,
+    path: *const c_char,
+    path_len: usize,
+    out: *mut qjson_value,
+) -> c_int {
+    // SAFETY: the caller's guarantees are lookup's.
+    unsafe {
+        lookup(doc, cursor, path, path_len, out, |doc, at, out| {
+            if doc.value_type(at) != ValueType::Number {
+                return ErrorCode::TypeMismatch as c_int;
+            }
+            match doc.i64(at) {
+                Ok(v) => {
+                    out.i64_ = v;
+                    OK
+                }
+                Err(code) => code as c_int,
+            }
+        })
+    }
+}
+
+/// Counts elements or distinct keys.
+///
+/// # Safety
+/// See `lookup`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_len(
+    doc: *mut qjson_doc,
+    cursor: u32,
+    path: *const c_char,
+    path_len: usize,
+    out: *mut qjson_value,
+) -> c_int {
+    // SAFETY: the caller's guarantees are lookup's.
+    unsafe {
+        lookup(doc, cursor, path, path_len, out, |doc, at, out| {
+            match doc.len(at) {
+                Some(n) => {
+                    out.len = n;
+                    OK
+                }
+                None => ErrorCode::TypeMismatch as c_int,
+            }
+        })
+    }
+}
+
+/// The exact source text of a value.
+///
+/// # Safety
+/// See `lookup`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_raw(
+    doc: *mut qjson_doc,
+    cursor: u32,
+    path: *const c_char,
+    path_len: usize,
+    out: *mut qjson_value,
+) -> c_int {
+    // SAFETY: the caller's guarantees are lookup's.
+    unsafe {
+        lookup(doc, cursor, path, path_len, out, |doc, at, out| {
+            let raw = doc.raw(at);
+            out.str_ = raw.as_ptr().cast();
+            out.len = raw.len();
+            OK
+        })
+    }
+}
+
+/// A `lua_CFunction` that pushes the NULL light userdata and returns 1
+/// (0 if the host process has no Lua API).
+///
+/// The Lua API is looked up in the process at call time rather than
+/// linked, so the library loads in processes without Lua too.
+///
+/// # Safety
+/// Called by Lua with its own `lua_State`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_lua_null(state: *mut c_void) -> c_int {
+    unsafe extern "C" {
+        fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    }
+    /// glibc's and musl's RTLD_DEFAULT.
+    const RTLD_DEFAULT: *mut c_void = ptr::null_mut();
+    type PushLightUserdata = unsafe extern "C" fn(*mut c_void, *mut c_void);
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name.
+    let symbol = unsafe { dlsym(RTLD_DEFAULT, c"lua_pushlightuserdata".as_ptr()) };
+    if symbol.is_null() {
+        return 0;
+    }
+    // SAFETY: lua_pushlightuserdata has this signature in every Lua 5.1
+    // API, LuaJIT's included.
+    let push: PushLightUserdata = unsafe { core::mem::transmute(symbol) };
+    // SAFETY: Lua called us with its state; pushing one value is within
+    // the LUA_MINSTACK slots every C function may use.
+    unsafe { push(state, ptr::null_mut()) };
+    1
+}
