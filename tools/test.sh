@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Everything `make test` checks, in order, ending with one summary line
+# "N passed, N failed" (each cargo test, each busted test, each lint counts).
+#
+# Assumes the release library is built (the Makefile does that first).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+passed=0
+failed=0
+failures=()
+
+# Kernels this CPU can run; each Rust and Lua suite runs once per kernel.
+kernels=(scalar)
+if grep -qw avx2 /proc/cpuinfo && grep -qw pclmulqdq /proc/cpuinfo; then
+    kernels+=(avx2)
+fi
+
+section() { printf '\n=== %s\n' "$*"; }
+
+# A single pass/fail check (lints, formatting).
+check() {
+    local name=$1
+    shift
+    section "$name"
+    if "$@"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        failures+=("$name")
+    fi
+}
+
+# cargo test: add up its "test result: ok. N passed; M failed" lines.
+cargo_tests() {
+    local name=$1
+    shift
+    section "$name"
+    local out rc p f
+    out=$(mktemp)
+    "$@" 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    p=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^passed/) s += $i } END { print s + 0 }' "$out")
+    f=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^failed/) s += $i } END { print s + 0 }' "$out")
+    passed=$((passed + ${p:-0}))
+    failed=$((failed + ${f:-0}))
+    if [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then
+        failed=$((failed + 1)) # did not build, or crashed before reporting
+    fi
+    [ "$rc" -eq 0 ] || failures+=("$name")
+    rm -f "$out"
+}
+
+# busted in TAP form: count "ok" / "not ok" lines.
+busted_tests() {
+    local name=$1
+    shift
+    section "$name"
+    local out rc p f
+    out=$(mktemp)
+    "$@" -o TAP 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    p=$(grep -c '^ok ' "$out")
+    f=$(grep -c '^not ok ' "$out")
+    passed=$((passed + p))
+    failed=$((failed + f))
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        failed=$((failed + 1)) # a spec file failed to load
+    fi
+    [ "$rc" -eq 0 ] || failures+=("$name")
+    rm -f "$out"
+}
+
+for k in "${kernels[@]}"; do
+    cargo_tests "cargo test (QJSON_KERNEL=$k)" env QJSON_KERNEL="$k" cargo test --release --quiet
+done
+check "cargo clippy -D warnings" cargo clippy --release --all-targets --quiet -- -D warnings
+check "cargo fmt --check" cargo fmt --check
+check "luacheck" luacheck --quiet lua spec benches tools
+for k in "${kernels[@]}"; do
+    busted_tests "busted under LuaJIT (QJSON_KERNEL=$k)" env QJSON_KERNEL="$k" busted --lua=luajit
+done
+
+echo
+if [ ${#failures[@]} -gt 0 ]; then
+    echo "failed: ${failures[*]}"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
