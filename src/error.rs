@@ -175,7 +175,7 @@ impl fmt::Display for Message<'_> {
         match code {
             ErrorCode::TooLarge => write!(
                 f,
-                "input of {offset} bytes is too large (the limit is 4 GiB - 1)"
+                "input of {offset} bytes is too large (inputs must be under 4 GiB - 1)"
             ),
             ErrorCode::Empty => write!(f, "empty input (no JSON value)"),
             _ if code.is_expectation() => {
@@ -281,7 +281,7 @@ mod tests {
         );
         assert_eq!(
             msg(ErrorCode::TooLarge, 1 << 32, b""),
-            "input of 4294967296 bytes is too large (the limit is 4 GiB - 1)"
+            "input of 4294967296 bytes is too large (inputs must be under 4 GiB - 1)"
         );
     }
 

@@ -81,12 +81,33 @@ fn guarded(body: impl FnOnce() -> c_int) -> c_int {
 }
 
 /// Copies `text` into a NUL-terminated C buffer, cutting it to fit.
-fn write_c_string(buf: &mut [c_char], text: &str) {
-    let n = text.len().min(buf.len() - 1);
-    for (dst, &src) in buf.iter_mut().zip(&text.as_bytes()[..n]) {
-        *dst = src as c_char;
+/// Formats straight into a fixed C buffer, truncating at a character
+/// boundary and leaving room for the NUL, so reporting an error allocates
+/// nothing.
+struct CBuffer<'a> {
+    buf: &'a mut [c_char],
+    len: usize,
+}
+
+impl Write for CBuffer<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let room = self.buf.len() - 1 - self.len;
+        let mut n = s.len().min(room);
+        while !s.is_char_boundary(n) {
+            n -= 1;
+        }
+        for (dst, &src) in self.buf[self.len..].iter_mut().zip(&s.as_bytes()[..n]) {
+            *dst = src as c_char;
+        }
+        self.len += n;
+        // A full buffer stops the formatting, so nothing is appended after
+        // a cut.
+        if n < s.len() {
+            Err(core::fmt::Error)
+        } else {
+            Ok(())
+        }
     }
-    buf[n] = 0;
 }
 
 /// Fills `*out` (if not NULL) with `e`, formatted against `input`.
@@ -100,9 +121,13 @@ unsafe fn report(out: *mut qjson_error, e: Error, input: &[u8]) {
     };
     out.code = e.code as i32;
     out.offset = e.offset as u64;
-    let mut text = String::new();
-    let _ = write!(text, "{}", e.display(input));
-    write_c_string(&mut out.message, &text);
+    let mut message = CBuffer {
+        buf: &mut out.message,
+        len: 0,
+    };
+    let _ = write!(message, "{}", e.display(input));
+    let end = message.len;
+    out.message[end] = 0;
 }
 
 /// The library version.
@@ -196,6 +221,16 @@ fn convert_options(o: &qjson_options) -> Option<Options> {
         max_depth,
         duplicate_keys,
     })
+}
+
+/// Bytes of native heap held by a document (0 for NULL).
+///
+/// # Safety
+/// `doc` is NULL or a live document from `qjson_parse`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_memory(doc: *const qjson_doc) -> usize {
+    // SAFETY: the caller guarantees doc is NULL or a live document.
+    unsafe { doc.as_ref() }.map_or(0, Document::retained_bytes)
 }
 
 /// Releases a document.
