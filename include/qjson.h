@@ -128,6 +128,10 @@ qjson_doc *qjson_parse(const char *json, size_t len, const qjson_options *option
 /* Releases a document. NULL is ignored. */
 void qjson_free(qjson_doc *doc);
 
+/* Bytes of native heap the document holds (its index and scratch buffers),
+   which a garbage collector cannot see; 0 for NULL. */
+size_t qjson_memory(const qjson_doc *doc);
+
 /* Finds the value at path: sets out->type and out->cursor. */
 int qjson_find(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
                qjson_value *out);

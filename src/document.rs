@@ -93,6 +93,18 @@ impl<'a> Document<'a> {
         Ok(())
     }
 
+    /// Bytes of native heap this document holds: the index and every
+    /// scratch buffer. The Lua side paces its garbage collector with it,
+    /// since the collector cannot see this memory.
+    pub fn retained_bytes(&self) -> usize {
+        self.index.retained_bytes()
+            + self.walk.retained_bytes()
+            + self.duplicates.retained_bytes()
+            + self.keys.capacity() * size_of::<u32>()
+            + self.text.capacity()
+            + self.token.capacity()
+    }
+
     /// Forgets the text, keeping the memory.
     pub fn unload(&mut self) {
         self.src = b"";

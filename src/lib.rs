@@ -1,4 +1,23 @@
-//! qjson core (work in progress).
+//! qjson's native core: a structural index of a JSON text, strict
+//! validation over it, and lazy reads of values by path.
+//!
+//! The Lua side (LuaJIT FFI, `lua/qjson*.lua`) calls the C ABI in
+//! [`ffi`] (declared in `include/qjson.h`); everything else is safe Rust
+//! behind it. A parse runs the pipeline once, front to back:
+//!
+//! | stage | module | in → out |
+//! |---|---|---|
+//! | 1. scan | [`scan`] (`generic` + one file per instruction set) | bytes → [`index::Index`] positions and escapes; UTF-8, control characters, string termination checked |
+//! | 2. validate | [`validate`] | index → RFC 8259 grammar, numbers, escapes, depth, duplicate keys checked; container links |
+//! | navigate | [`navigate`] | cursor + path or JSON Pointer → cursor, O(1) steps over values |
+//! | values | [`values`] | cursor → unescaped string, exact `i64`, correctly rounded `f64` |
+//! | document | [`document`] | owns one text's index and scratch; pooled for reuse |
+//! | errors | [`error`] | one code enum (mirrored in `include/qjson.h`) and its messages |
+//!
+//! Nothing is read out of a document before the whole text has been
+//! validated, so a getter never sees malformed JSON, and no value is built
+//! until it is asked for. `docs/architecture.md` walks through the index
+//! with a worked example.
 pub mod document;
 pub mod error;
 pub mod ffi;

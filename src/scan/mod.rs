@@ -1,12 +1,12 @@
 //! Stage 1: one pass over the bytes that builds the structural index and
 //! checks everything that needs every byte (UTF-8, control characters in
-//! strings, unterminated strings). See [`generic`] for the algorithm and
+//! strings, unterminated strings). See `generic` for the algorithm and
 //! [`crate::index`] for what it produces.
 //!
 //! # Kernels and dispatch
 //!
 //! Each instruction set is one small file implementing the block trait of
-//! [`generic`]: [`scalar`] everywhere, [`avx2`] on x86 CPUs with AVX2 and
+//! `generic`: `scalar` everywhere, `avx2` on x86 CPUs with AVX2 and
 //! PCLMULQDQ. The kernel is chosen once, at the first parse, and cached:
 //! the best one the CPU supports, or the one named by the environment
 //! variable `QJSON_KERNEL` (`scalar`, `avx2`). A name this build does not

@@ -30,6 +30,11 @@ pub struct Scratch {
 }
 
 impl Scratch {
+    /// Bytes of heap held for the next document.
+    pub fn retained_bytes(&self) -> usize {
+        self.arena.capacity() + self.keys.capacity() * size_of::<Key>()
+    }
+
     /// Collects the decoded keys whose opening quotes are `entries`.
     fn load(&mut self, src: &[u8], positions: &[u32], links: &[u32], entries: &[u32]) {
         self.arena.clear();

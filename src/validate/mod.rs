@@ -8,9 +8,9 @@
 //! [`Options::max_depth`].
 //!
 //! Per value it checks: the grammar between structurals; number and
-//! literal spellings and what follows them ([`literal`], [`number`]); the
+//! literal spellings and what follows them (`literal`, [`crate::values::number`]); the
 //! escapes inside each string, consumed from the sorted escape list in
-//! step with the walk ([`escapes`]); and, under
+//! step with the walk (`escapes`); and, under
 //! [`DuplicateKeys::Error`], repeated keys per object ([`duplicates`]).
 //! UTF-8, control characters and string termination were checked by stage 1.
 
@@ -73,6 +73,15 @@ pub struct Scratch {
     frames: Vec<Frame>,
     keys: Vec<u32>,
     duplicates: duplicates::Scratch,
+}
+
+impl Scratch {
+    /// Bytes of heap held for the next document.
+    pub fn retained_bytes(&self) -> usize {
+        self.frames.capacity() * size_of::<Frame>()
+            + self.keys.capacity() * size_of::<u32>()
+            + self.duplicates.retained_bytes()
+    }
 }
 
 /// Bytes that may follow a number or literal: whitespace, structural
