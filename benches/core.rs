@@ -1,0 +1,117 @@
+//! Native throughput of the core, beside a bandwidth reference.
+//!
+//! For each payload: stage 1 alone (`scan`), the full validating parse
+//! (`Document::load`: stage 1 + stage 2), and `memchr` looking for a byte
+//! that never occurs, i.e. one plain SIMD pass over the same bytes. Every
+//! kernel this CPU supports is measured; figures are GB/s (10^9 bytes/s),
+//! the median of 7 rounds of at least 50 ms each.
+//!
+//! Run with `cargo bench --bench core` (the payload directory is
+//! `$QJSON_DATA/corpus`, default `../shared/data/corpus`).
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use qjson::document::Document;
+use qjson::index::Index;
+use qjson::scan::{self, Kernel};
+use qjson::validate::Options;
+
+/// A chat-completion request of about `bytes` bytes whose messages each
+/// carry a short text part and a base64 image part (a seeded generator,
+/// the same shape the Lua benchmarks use).
+fn chat_request(bytes: usize, messages: usize) -> Vec<u8> {
+    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut seed: u32 = 12345;
+    let image_len = (bytes / messages).saturating_sub(160).max(16);
+    let mut out = br#"{"model":"gpt-4o","temperature":0.7,"messages":["#.to_vec();
+    for i in 0..messages {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(
+            format!(
+                r#"{{"role":"user","content":[{{"type":"text","text":"message {}"}},{{"type":"image_url","image_url":{{"url":"data:image/jpeg;base64,"#,
+                i + 1
+            )
+            .as_bytes(),
+        );
+        for _ in 0..image_len {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            out.push(B64[(seed >> 16) as usize % 64]);
+        }
+        out.extend_from_slice(br#""}}]}"#);
+    }
+    out.extend_from_slice(b"]}");
+    out
+}
+
+/// GB/s of `f` over `len` bytes: the median of 7 rounds.
+fn gbps(len: usize, mut f: impl FnMut()) -> f64 {
+    let mut per_call = Vec::new();
+    for round in 0..8 {
+        let start = Instant::now();
+        let mut calls = 0u32;
+        while start.elapsed() < Duration::from_millis(50) || calls < 3 {
+            f();
+            calls += 1;
+        }
+        if round > 0 {
+            per_call.push(start.elapsed().as_secs_f64() / f64::from(calls));
+        }
+    }
+    per_call.sort_by(f64::total_cmp);
+    len as f64 / per_call[per_call.len() / 2] / 1e9
+}
+
+fn main() {
+    let data = std::env::var("QJSON_DATA").unwrap_or_else(|_| "../shared/data".into());
+    let mut payloads: Vec<(String, Vec<u8>)> = Vec::new();
+    for name in ["twitter.json", "citm_catalog.json", "canada.json"] {
+        match std::fs::read(format!("{data}/corpus/{name}")) {
+            Ok(bytes) => payloads.push((name.into(), bytes)),
+            Err(e) => eprintln!("skipping {name}: {e}"),
+        }
+    }
+    payloads.push(("chat 1 MB".into(), chat_request(1 << 20, 4)));
+    payloads.push(("chat 10 MB".into(), chat_request(10 << 20, 10)));
+
+    let opts = Options::default();
+    println!(
+        "{:<18} {:>7} {:>9} {:>9} {:>10} {:>9} {:>11}",
+        "payload", "kernel", "MB", "stage 1", "full parse", "memchr", "s1/memchr"
+    );
+    for (name, bytes) in &payloads {
+        let reference = gbps(bytes.len(), || {
+            black_box(memchr::memchr(0xff, black_box(bytes)));
+        });
+        for kernel in scan::supported_kernels() {
+            let mut index = Index::default();
+            let stage1 = gbps(bytes.len(), || {
+                index.clear();
+                scan::scan_with(kernel, black_box(bytes), &mut index).unwrap();
+            });
+            let full = if kernel == scan::active_kernel().unwrap_or(Kernel::Scalar) {
+                let mut doc = Document::new();
+                let full = gbps(bytes.len(), || doc.load(black_box(bytes), &opts).unwrap());
+                format!("{full:.2}")
+            } else {
+                "-".into()
+            };
+            println!(
+                "{:<18} {:>7} {:>9.2} {:>9.2} {:>10} {:>9.2} {:>10.2}x",
+                name,
+                kernel.name(),
+                bytes.len() as f64 / 1e6,
+                stage1,
+                full,
+                reference,
+                stage1 / reference
+            );
+        }
+    }
+    println!(
+        "(GB/s; full parse uses the active kernel, {}; QJSON_KERNEL=scalar pins it)",
+        scan::active_kernel().map_or("?", Kernel::name)
+    );
+}
