@@ -235,7 +235,8 @@ local function run_all()
         print()
         print("## " .. workload)
         print(string.format("%-14s %-12s %12s %19s %11s %9s %10s %8s",
-            "payload", "library", "ops/s", "min-max", "throughput", "heap KB", "peak RSS", "vs cjson"))
+            "payload", "library", "ops/s", "min-max", "throughput",
+            "heap KB", "peak RSS", "vs cjson"))
         for _, r in ipairs(rows) do
             if r.workload == workload then
                 local base = by_key[r.scenario .. "\0" .. workload .. "\0cjson"]
