@@ -14,7 +14,7 @@
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Index;
 use crate::navigate::path::{Path, Step, is_index_token, parse_index, unescape_token};
-use crate::navigate::{Tree, ValueType};
+use crate::navigate::{Tree, ValueType, tape};
 use crate::scan;
 use crate::validate::{self, DuplicateKeys, Options, duplicates};
 use crate::values::{number, string};
@@ -45,7 +45,10 @@ pub struct Document<'a> {
     duplicates: duplicates::Scratch,
     keys: Vec<u32>,
     text: Vec<u8>,
+    key_text: Vec<u8>,
     token: Vec<u8>,
+    tape: Vec<tape::Item>,
+    tape_arena: Vec<u8>,
     last_element: LastElement,
 }
 
@@ -66,7 +69,10 @@ impl<'a> Document<'a> {
             duplicates: duplicates::Scratch::default(),
             keys: Vec::new(),
             text: Vec::new(),
+            key_text: Vec::new(),
             token: Vec::new(),
+            tape: Vec::new(),
+            tape_arena: Vec::new(),
             last_element: NO_ELEMENT,
         }
     }
@@ -102,13 +108,17 @@ impl<'a> Document<'a> {
             + self.duplicates.retained_bytes()
             + self.keys.capacity() * size_of::<u32>()
             + self.text.capacity()
+            + self.key_text.capacity()
             + self.token.capacity()
+            + self.tape.capacity() * size_of::<tape::Item>()
+            + self.tape_arena.capacity()
     }
 
     /// Forgets the text, keeping the memory.
     pub fn unload(&mut self) {
         self.src = b"";
         self.index.clear();
+        self.tape.clear();
         self.last_element = NO_ELEMENT;
     }
 
@@ -122,7 +132,7 @@ impl<'a> Document<'a> {
         &self.index
     }
 
-    fn tree(&self) -> Tree<'_> {
+    pub(crate) fn tree(&self) -> Tree<'_> {
         Tree {
             src: self.src,
             positions: &self.index.positions,
@@ -180,10 +190,94 @@ impl<'a> Document<'a> {
         }
     }
 
-    /// The cursor of element `index` of the array at `array`.
-    fn element(&mut self, array: u32, index: usize) -> Option<u32> {
+    /// Whether `at` is a cursor of this document (see [`Tree::is_value`]).
+    pub fn is_value(&self, at: u32) -> bool {
+        self.tree().is_value(at)
+    }
+
+    /// Whether `at` is the entry of an object key (its opening quote).
+    pub fn is_key(&self, at: u32) -> bool {
+        let positions = &self.index.positions;
+        let at = at as usize;
+        at + 2 < positions.len()
+            && self.src[positions[at] as usize] == b'"'
+            && self.src[positions[at + 2] as usize] == b':'
+    }
+
+    /// The value of the member named `key` (decoded bytes) of the value
+    /// at `obj`, under the duplicate-key policy; `None` when `obj` is not
+    /// an object or has no such key.
+    pub fn member(&self, obj: u32, key: &[u8]) -> Option<u32> {
         let tree = self.tree();
-        if index >= tree.count(array) as usize {
+        if tree.value_type(obj) != ValueType::Object {
+            return None;
+        }
+        let last_wins = self.opts.duplicate_keys == DuplicateKeys::LastWins;
+        tree.find_key(obj, key, last_wins)
+    }
+
+    /// The key entries of the members of the object at `obj` that the
+    /// duplicate-key policy reads (one per distinct key, the last one),
+    /// in document order; `None` when `obj` is not an object. Valid until
+    /// the next call on this document.
+    pub fn members(&mut self, obj: u32) -> Option<&[u32]> {
+        let tree = Tree {
+            src: self.src,
+            positions: &self.index.positions,
+            links: &self.index.links,
+        };
+        if tree.value_type(obj) != ValueType::Object {
+            return None;
+        }
+        self.keys.clear();
+        self.keys.extend(tree.keys(obj));
+        if self.opts.duplicate_keys == DuplicateKeys::LastWins {
+            duplicates::retain_last(
+                self.src,
+                tree.positions,
+                tree.links,
+                &mut self.keys,
+                &mut self.duplicates,
+            );
+        }
+        Some(&self.keys)
+    }
+
+    /// The decoded bytes of the key at entry `key` (see [`Self::is_key`]),
+    /// in a buffer separate from [`Self::string`]'s, so that a key and its
+    /// value can be read together.
+    pub fn key(&mut self, key: u32) -> &[u8] {
+        let tree = Tree {
+            src: self.src,
+            positions: &self.index.positions,
+            links: &self.index.links,
+        };
+        let body = tree.string_body(key);
+        if !tree.has_escapes(key) {
+            return body;
+        }
+        self.key_text.clear();
+        string::unescape_into(body, &mut self.key_text);
+        &self.key_text
+    }
+
+    /// The tape of the value at `at` ([`tape`]). Valid until the next
+    /// call on this document.
+    pub fn tape(&mut self, at: u32) -> &[tape::Item] {
+        let tree = Tree {
+            src: self.src,
+            positions: &self.index.positions,
+            links: &self.index.links,
+        };
+        tape::build(&tree, at, &mut self.tape, &mut self.tape_arena);
+        &self.tape
+    }
+
+    /// The cursor of element `index` of the value at `array`; `None` when
+    /// it is not an array or has no such element.
+    pub fn element(&mut self, array: u32, index: usize) -> Option<u32> {
+        let tree = self.tree();
+        if tree.value_type(array) != ValueType::Array || index >= tree.count(array) as usize {
             return None;
         }
         let index = index as u32;

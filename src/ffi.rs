@@ -14,6 +14,7 @@ use std::panic::catch_unwind;
 use crate::document::{Document, pool};
 use crate::error::{Error, ErrorCode};
 use crate::navigate::ValueType;
+use crate::navigate::tape::Item;
 use crate::scan;
 use crate::validate::{DEFAULT_MAX_DEPTH, DuplicateKeys, Options};
 
@@ -162,15 +163,10 @@ pub unsafe extern "C" fn qjson_parse(
 ) -> *mut qjson_doc {
     let mut handle = ptr::null_mut();
     let status = guarded(|| {
-        let input: &'static [u8] = if json.is_null() {
-            if len != 0 {
-                return bad_argument(error);
-            }
-            &[]
-        } else {
-            // SAFETY: the caller guarantees json[0..len) is readable and
-            // outlives the document (the 'static here is that promise).
-            unsafe { core::slice::from_raw_parts(json.cast::<u8>(), len) }
+        // SAFETY: the caller guarantees json[0..len) is readable and
+        // outlives the document (the 'static here is that promise).
+        let Some(input): Option<&'static [u8]> = (unsafe { bytes(json, len) }) else {
+            return bad_argument(error);
         };
         // SAFETY: the caller guarantees options is NULL or valid.
         let opts = match unsafe { options.as_ref() }.map(convert_options) {
@@ -267,14 +263,9 @@ unsafe fn lookup(
         let (Some(doc), Some(out)) = (unsafe { doc.as_mut() }, unsafe { out.as_mut() }) else {
             return ErrorCode::BadArgument as c_int;
         };
-        let path: &[u8] = if path.is_null() {
-            if path_len != 0 {
-                return ErrorCode::BadArgument as c_int;
-            }
-            &[]
-        } else {
-            // SAFETY: the caller guarantees path[0..path_len) is readable.
-            unsafe { core::slice::from_raw_parts(path.cast::<u8>(), path_len) }
+        // SAFETY: the caller guarantees path[0..path_len) is readable.
+        let Some(path) = (unsafe { bytes(path, path_len) }) else {
+            return ErrorCode::BadArgument as c_int;
         };
         match doc.find(cursor, path) {
             Ok(Some(at)) => {
@@ -320,20 +311,217 @@ pub unsafe extern "C" fn qjson_get(
     out: *mut qjson_value,
 ) -> c_int {
     // SAFETY: the caller's guarantees are lookup's.
+    unsafe { lookup(doc, cursor, path, path_len, out, read_scalar) }
+}
+
+/// Fills `out` with the value at `at`: its type and cursor, and for a
+/// string its decoded bytes, for a number its double.
+fn read_scalar(doc: &mut qjson_doc, at: u32, out: &mut qjson_value) -> c_int {
+    out.type_ = doc.value_type(at) as i32;
+    out.cursor = at;
+    match doc.value_type(at) {
+        ValueType::String => {
+            let s = doc.string(at);
+            out.str_ = s.as_ptr().cast();
+            out.len = s.len();
+        }
+        ValueType::Number => out.num = doc.f64(at),
+        _ => {}
+    }
+    OK
+}
+
+/// Runs `body` on a live document and a cursor that `accept` allows,
+/// catching panics; `QJSON_BAD_ARGUMENT` for NULL pointers,
+/// `QJSON_BAD_CURSOR` for a cursor `accept` refuses.
+///
+/// # Safety
+/// `doc` is NULL or a live document, not used elsewhere during the call.
+unsafe fn with_cursor(
+    doc: *mut qjson_doc,
+    cursor: u32,
+    accept: fn(&qjson_doc, u32) -> bool,
+    body: impl FnOnce(&mut qjson_doc) -> c_int,
+) -> c_int {
+    guarded(|| {
+        // SAFETY: the caller guarantees doc is NULL or a live, unaliased
+        // document.
+        let Some(doc) = (unsafe { doc.as_mut() }) else {
+            return ErrorCode::BadArgument as c_int;
+        };
+        if !accept(doc, cursor) {
+            return ErrorCode::BadCursor as c_int;
+        }
+        body(doc)
+    })
+}
+
+/// Reads member `key` (decoded bytes, `key_len` long) of the object at
+/// `cursor`, like `qjson_get`. No path syntax: any bytes are a key.
+///
+/// # Safety
+/// `doc` is NULL or a live document; `key` is valid for `key_len` bytes
+/// (or NULL with 0); `out` is NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_get_key(
+    doc: *mut qjson_doc,
+    cursor: u32,
+    key: *const c_char,
+    key_len: usize,
+    out: *mut qjson_value,
+) -> c_int {
+    // SAFETY: the caller's guarantees are with_cursor's.
     unsafe {
-        lookup(doc, cursor, path, path_len, out, |doc, at, out| {
-            match doc.value_type(at) {
-                ValueType::String => {
-                    let s = doc.string(at);
-                    out.str_ = s.as_ptr().cast();
-                    out.len = s.len();
-                }
-                ValueType::Number => out.num = doc.f64(at),
-                _ => {}
+        with_cursor(doc, cursor, Document::is_value, |doc| {
+            // SAFETY: out is NULL or valid for writes; key[0..key_len) is
+            // readable or NULL.
+            let (Some(out), Some(key)) = (out.as_mut(), bytes(key, key_len)) else {
+                return ErrorCode::BadArgument as c_int;
+            };
+            match doc.member(cursor, key) {
+                Some(at) => read_scalar(doc, at, out),
+                None => ErrorCode::NotFound as c_int,
             }
+        })
+    }
+}
+
+/// Reads element `index` (0-based) of the array at `cursor`, like
+/// `qjson_get`. Reading elements in increasing order steps once each.
+///
+/// # Safety
+/// `doc` is NULL or a live document; `out` is NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_get_index(
+    doc: *mut qjson_doc,
+    cursor: u32,
+    index: usize,
+    out: *mut qjson_value,
+) -> c_int {
+    // SAFETY: the caller's guarantees are with_cursor's.
+    unsafe {
+        with_cursor(doc, cursor, Document::is_value, |doc| {
+            // SAFETY: out is NULL or valid for writes.
+            let Some(out) = out.as_mut() else {
+                return ErrorCode::BadArgument as c_int;
+            };
+            match doc.element(cursor, index) {
+                Some(at) => read_scalar(doc, at, out),
+                None => ErrorCode::NotFound as c_int,
+            }
+        })
+    }
+}
+
+/// The members of the object at `cursor` that the duplicate-key policy
+/// reads, as key entries in document order: sets `*keys` to an array
+/// owned by the document (valid until the next call on it) and `*count`.
+///
+/// # Safety
+/// `doc` is NULL or a live document; `keys` and `count` are NULL or valid
+/// for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_members(
+    doc: *mut qjson_doc,
+    cursor: u32,
+    keys: *mut *const u32,
+    count: *mut usize,
+) -> c_int {
+    // SAFETY: the caller's guarantees are with_cursor's.
+    unsafe {
+        with_cursor(doc, cursor, Document::is_value, |doc| {
+            // SAFETY: keys and count are NULL or valid for writes.
+            let (Some(keys), Some(count)) = (keys.as_mut(), count.as_mut()) else {
+                return ErrorCode::BadArgument as c_int;
+            };
+            match doc.members(cursor) {
+                Some(members) => {
+                    *keys = members.as_ptr();
+                    *count = members.len();
+                    OK
+                }
+                None => ErrorCode::TypeMismatch as c_int,
+            }
+        })
+    }
+}
+
+/// Reads the member whose key is at entry `key_entry` (from
+/// `qjson_members`): `key->str/len` the decoded key and `key->i64` the
+/// byte offset of its opening quote; `value` as `qjson_get` fills it.
+///
+/// # Safety
+/// `doc` is NULL or a live document; `key` and `value` are NULL or valid
+/// for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_member(
+    doc: *mut qjson_doc,
+    key_entry: u32,
+    key: *mut qjson_value,
+    value: *mut qjson_value,
+) -> c_int {
+    // SAFETY: the caller's guarantees are with_cursor's.
+    unsafe {
+        with_cursor(doc, key_entry, Document::is_key, |doc| {
+            // SAFETY: key and value are NULL or valid for writes.
+            let (Some(key), Some(value)) = (key.as_mut(), value.as_mut()) else {
+                return ErrorCode::BadArgument as c_int;
+            };
+            key.type_ = ValueType::String as i32;
+            key.cursor = key_entry;
+            key.i64_ = doc.index().positions[key_entry as usize] as i64;
+            let name = doc.key(key_entry);
+            key.str_ = name.as_ptr().cast();
+            key.len = name.len();
+            // key, closing quote, colon, value.
+            read_scalar(doc, key_entry + 3, value)
+        })
+    }
+}
+
+/// The tape of the value at `cursor` (see `qjson_item` in the header):
+/// sets `*items` to an array owned by the document, valid until the next
+/// call on it, and `*count`.
+///
+/// # Safety
+/// `doc` is NULL or a live document; `items` and `count` are NULL or valid
+/// for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_tape(
+    doc: *mut qjson_doc,
+    cursor: u32,
+    items: *mut *const Item,
+    count: *mut usize,
+) -> c_int {
+    // SAFETY: the caller's guarantees are with_cursor's.
+    unsafe {
+        with_cursor(doc, cursor, Document::is_value, |doc| {
+            // SAFETY: items and count are NULL or valid for writes.
+            let (Some(items), Some(count)) = (items.as_mut(), count.as_mut()) else {
+                return ErrorCode::BadArgument as c_int;
+            };
+            let tape = doc.tape(cursor);
+            *items = tape.as_ptr();
+            *count = tape.len();
             OK
         })
     }
+}
+
+/// `ptr[0..len)` as bytes; an empty slice for NULL with 0, `None` for NULL
+/// with a length.
+///
+/// # Safety
+/// `ptr` is NULL or valid for reads of `len` bytes for `'a`.
+unsafe fn bytes<'a>(ptr: *const c_char, len: usize) -> Option<&'a [u8]> {
+    if len > isize::MAX as usize {
+        return None;
+    }
+    if ptr.is_null() {
+        return (len == 0).then_some(&[]);
+    }
+    // SAFETY: the caller guarantees ptr[0..len) is readable.
+    Some(unsafe { core::slice::from_raw_parts(ptr.cast::<u8>(), len) })
 }
 
 /// Reads a number as an exact `i64`.

@@ -90,6 +90,19 @@ typedef struct qjson_value {
     int64_t i64;             /* qjson_get_i64: the value; QJSON_BAD_PATH: offset in path */
 } qjson_value;
 
+/* One item of a tape (qjson_tape): a subtree in document order without
+   punctuation. A container's item holds its member (including repeated
+   keys) or element count and is followed by its children; an object's
+   children alternate key string, value. */
+typedef struct qjson_item {
+    int32_t type;            /* QJSON_TYPE_* */
+    uint32_t len;            /* string: byte length; array/object: count */
+    union {
+        double num;          /* number: nearest double */
+        const char *str;     /* string: decoded bytes */
+    };
+} qjson_item;
+
 /* Library version, e.g. "0.1.0". */
 const char *qjson_version(void);
 
@@ -130,6 +143,32 @@ int qjson_len(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len
 /* The exact source text of the value at path, in out->str and out->len. */
 int qjson_raw(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
               qjson_value *out);
+
+/* Reads member key[0..key_len) (decoded bytes, no path syntax) of the
+   object at cursor, like qjson_get. QJSON_NOT_FOUND if the value is not an
+   object or has no such key; the duplicate-key policy picks the member. */
+int qjson_get_key(qjson_doc *doc, uint32_t cursor, const char *key, size_t key_len,
+                  qjson_value *out);
+
+/* Reads element index (0-based) of the array at cursor, like qjson_get.
+   Reading elements in increasing order costs one step each. */
+int qjson_get_index(qjson_doc *doc, uint32_t cursor, size_t index, qjson_value *out);
+
+/* The members of the object at cursor that the duplicate-key policy reads
+   (the last of each repeated key), as key entries in document order.
+   *keys points into the document and is valid until the next call on it. */
+int qjson_members(qjson_doc *doc, uint32_t cursor, const uint32_t **keys, size_t *count);
+
+/* Reads the member whose key entry came from qjson_members: key->str/len
+   is the decoded key, key->i64 the byte offset of its opening quote;
+   value is filled as by qjson_get. */
+int qjson_member(qjson_doc *doc, uint32_t key_entry, qjson_value *key, qjson_value *value);
+
+/* The tape of the value at cursor: *items points into the document and is
+   valid until the next call on it; string bytes stay valid as long as the
+   document and the tape do. */
+int qjson_tape(qjson_doc *doc, uint32_t cursor, const qjson_item **items, size_t *count);
+
 ]]
 
 ffi.cdef(cdef)

@@ -242,3 +242,69 @@ fn pooled_documents_parse_without_new_allocations() {
     assert_eq!(capacities(&doc), warm);
     pool::give_back(doc);
 }
+
+/// The decoded keys `members` reports, with each member's raw value.
+fn member_list(d: &mut Document<'_>, obj: u32) -> Vec<(String, String)> {
+    let keys = d.members(obj).unwrap().to_vec();
+    keys.into_iter()
+        .map(|k| {
+            assert!(d.is_key(k));
+            let name = String::from_utf8(d.key(k).to_vec()).unwrap();
+            (name, String::from_utf8(d.raw(k + 3).to_vec()).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn members_keep_the_last_of_each_repeated_key_in_document_order() {
+    let text = br#"{"a":1,"b":2,"mod\u0065l":"x","a":3,"model":"y","c":4}"#;
+    let mut d = doc(text);
+    let want = [("b", "2"), ("a", "3"), ("model", "\"y\""), ("c", "4")];
+    let got = member_list(&mut d, 0);
+    assert_eq!(got, want.map(|(k, v)| (k.to_string(), v.to_string())));
+    assert_eq!(d.len(0), Some(want.len()));
+    assert_eq!(
+        d.member(0, b"model").map(|at| d.raw(at)),
+        Some(&b"\"y\""[..])
+    );
+
+    // The same above the pairwise threshold: the sorted path.
+    let big: String = (0..40).map(|i| format!(r#""k{}":{i},"#, i % 13)).collect();
+    let big = format!("{{{}\"end\":0}}", big);
+    let mut d = doc(big.as_bytes());
+    let got = member_list(&mut d, 0);
+    assert_eq!(got.len(), 14);
+    assert_eq!(got.len(), d.len(0).unwrap());
+    // k0 last appears at i = 39: after k1..k12 (last at 27..38).
+    assert_eq!(got[12], ("k0".to_string(), "39".to_string()));
+    assert_eq!(got[13], ("end".to_string(), "0".to_string()));
+
+    let mut strict = Document::parse(
+        br#"{"a":1,"b":2}"#,
+        &Options {
+            duplicate_keys: DuplicateKeys::Error,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(member_list(&mut strict, 0).len(), 2);
+}
+
+#[test]
+fn member_and_element_check_the_container_type() {
+    let mut d = doc(br#"{"a":[10,20,30],"s":"t"}"#);
+    let a = d.member(0, b"a").unwrap();
+    assert_eq!(d.member(a, b"a"), None);
+    assert_eq!(d.element(0, 0), None);
+    assert_eq!(d.members(a), None);
+    let third = d.element(a, 2).unwrap();
+    assert_eq!(d.raw(third), b"30");
+    assert_eq!(d.element(a, 3), None);
+    let first = d.element(a, 0).unwrap();
+    assert_eq!(d.raw(first), b"10");
+    assert!(!d.is_key(a) && d.is_key(1) && !d.is_key(0));
+    // A string element is not a key.
+    let mut d = doc(br#"["x","y"]"#);
+    assert!(!d.is_key(1) && !d.is_key(3));
+    assert_eq!(d.members(0), None);
+}

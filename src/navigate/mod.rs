@@ -13,6 +13,7 @@
 //! document has no repeats and the first match is the only one.
 
 pub mod path;
+pub mod tape;
 
 use core::ops::Range;
 

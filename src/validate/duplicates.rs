@@ -27,12 +27,15 @@ struct Key {
 pub struct Scratch {
     arena: Vec<u8>,
     keys: Vec<Key>,
+    shadowed: Vec<u32>,
 }
 
 impl Scratch {
     /// Bytes of heap held for the next document.
     pub fn retained_bytes(&self) -> usize {
-        self.arena.capacity() + self.keys.capacity() * size_of::<Key>()
+        self.arena.capacity()
+            + self.keys.capacity() * size_of::<Key>()
+            + self.shadowed.capacity() * size_of::<u32>()
     }
 
     /// Collects the decoded keys whose opening quotes are `entries`.
@@ -133,4 +136,47 @@ pub fn count_distinct(
         .windows(2)
         .filter(|w| scratch.bytes(src, &w[0]) != scratch.bytes(src, &w[1]))
         .count()
+}
+
+/// Removes from `entries` (an object's key quotes, in document order) every
+/// key that a later key of the object repeats, so that what is left is
+/// the members "last wins" reads, still in document order.
+pub fn retain_last(
+    src: &[u8],
+    positions: &[u32],
+    links: &[u32],
+    entries: &mut Vec<u32>,
+    scratch: &mut Scratch,
+) {
+    if entries.len() < 2 {
+        return;
+    }
+    scratch.load(src, positions, links, entries);
+    scratch.shadowed.clear();
+    let keys = &scratch.keys;
+    if keys.len() <= PAIRWISE_MAX {
+        for (i, ki) in keys.iter().enumerate() {
+            let bytes = scratch.bytes(src, ki);
+            if keys[i + 1..]
+                .iter()
+                .any(|kj| scratch.bytes(src, kj) == bytes)
+            {
+                scratch.shadowed.push(ki.entry);
+            }
+        }
+    } else {
+        scratch.sort(src);
+        // Within a run of equal keys (sorted by position) all but the last
+        // are shadowed.
+        for w in scratch.keys.windows(2) {
+            if scratch.bytes(src, &w[0]) == scratch.bytes(src, &w[1]) {
+                scratch.shadowed.push(w[0].entry);
+            }
+        }
+        scratch.shadowed.sort_unstable();
+    }
+    if !scratch.shadowed.is_empty() {
+        let shadowed = &scratch.shadowed;
+        entries.retain(|e| shadowed.binary_search(e).is_err());
+    }
 }
