@@ -6,8 +6,9 @@
 //! kernel this CPU supports is measured; figures are GB/s (10^9 bytes/s),
 //! the median of 7 rounds of at least 50 ms each.
 //!
-//! Run with `cargo bench --bench core` (the payload directory is
-//! `$QJSON_DATA/corpus`, default `../shared/data/corpus`).
+//! Run with `cargo bench --bench core [-- FILE...]`: the corpus from
+//! `$QJSON_DATA/corpus` (default `../shared/data/corpus`), generated chat
+//! requests, and any files named on the command line.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -71,6 +72,12 @@ fn main() {
         match std::fs::read(format!("{data}/corpus/{name}")) {
             Ok(bytes) => payloads.push((name.into(), bytes)),
             Err(e) => eprintln!("skipping {name}: {e}"),
+        }
+    }
+    for path in std::env::args().skip(1).filter(|a| !a.starts_with("--")) {
+        match std::fs::read(&path) {
+            Ok(bytes) => payloads.push((path, bytes)),
+            Err(e) => eprintln!("skipping {path}: {e}"),
         }
     }
     payloads.push(("chat 1 MB".into(), chat_request(1 << 20, 4)));

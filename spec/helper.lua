@@ -6,9 +6,9 @@ local _M = {}
 -- The JSONTestSuite and corpus files: $QJSON_DATA, else ../shared/data
 -- beside the repository, else /work/shared/data.
 function _M.data_dir()
-    local candidates = { os.getenv("QJSON_DATA"), "../shared/data", "/work/shared/data" }
+    local candidates = { os.getenv("QJSON_DATA") or "", "../shared/data", "/work/shared/data" }
     for _, dir in ipairs(candidates) do
-        if dir and dir ~= "" then
+        if dir ~= "" then
             local f = io.open(dir .. "/corpus/twitter.json", "rb")
             if f then
                 f:close()

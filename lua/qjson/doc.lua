@@ -46,12 +46,14 @@ Doc.__index = Doc
 local _M = { _VERSION = "0.1.0" }
 
 -- Raises `message` at the level of the caller of the getter, or returns
--- nil, message for documents made by qjson.safe.
+-- nil, message for documents made by qjson.safe. Getters reach here by
+-- tail calls only, which replace their frames: level 2 is their caller.
+-- (Not `return error(...)`: a tail call would replace this frame too.)
 local function misuse(self, message)
     if self._doc.safe then
         return nil, message
     end
-    return error(message, 3)
+    error(message, 2)
 end
 
 -- The native handle of a live document; nil after free().
@@ -100,8 +102,13 @@ local function mismatch(path, wanted, got)
 end
 
 -- Runs the lookup `fn` for `path` from this cursor. Returns the status.
+-- Not a tail call: a trace that tail-calls the C function and returns
+-- below its start aborts ("NYI: return to lower frame").
+-- (The getters below avoid `return f(...)` of a builtin for the same
+-- reason.)
 local function lookup(self, fn, path)
-    return fn(handle(self), self._at, path, #path, value)
+    local rc = fn(handle(self), self._at, path, #path, value)
+    return rc
 end
 
 -- Each getter: validate arguments, one native call, convert.
@@ -114,7 +121,8 @@ function Doc:get_str(path)
     if rc ~= OK then return failure(self, rc, p, "string") end
     local v = value[0]
     if v.type ~= T_STRING then return mismatch(p, "string", v.type) end
-    return ffi_string(v.str, v.len)
+    local s = ffi_string(v.str, v.len)
+    return s
 end
 
 function Doc:get_f64(path)
@@ -175,7 +183,8 @@ function Doc:len(path)
     if not p then return misuse(self, err) end
     local rc = lookup(self, C.qjson_len, p)
     if rc ~= OK then return failure(self, rc, p, "array or object") end
-    return tonumber(value[0].len)
+    local n = tonumber(value[0].len)
+    return n
 end
 
 -- The exact source text of the value.
@@ -186,7 +195,8 @@ function Doc:raw(path)
     local rc = lookup(self, C.qjson_raw, p)
     if rc ~= OK then return failure(self, rc, p) end
     local v = value[0]
-    return ffi_string(v.str, v.len)
+    local s = ffi_string(v.str, v.len)
+    return s
 end
 
 -- A scalar as a Lua value: string, number, boolean or qjson.null.
@@ -198,7 +208,10 @@ function Doc:get(path)
     if rc ~= OK then return failure(self, rc, p) end
     local v = value[0]
     local t = v.type
-    if t == T_STRING then return ffi_string(v.str, v.len) end
+    if t == T_STRING then
+        local s = ffi_string(v.str, v.len)
+        return s
+    end
     if t == T_NUMBER then return v.num end
     if t == T_TRUE then return true end
     if t == T_FALSE then return false end
@@ -214,7 +227,8 @@ function Doc:open(path)
     if not p then return misuse(self, err) end
     local rc = lookup(self, C.qjson_find, p)
     if rc ~= OK then return failure(self, rc, p) end
-    return setmetatable({ _doc = self._doc, _at = value[0].cursor }, Doc)
+    local cursor = setmetatable({ _doc = self._doc, _at = value[0].cursor }, Doc)
+    return cursor
 end
 
 -- Releases the native document now, for this object and every cursor
@@ -237,10 +251,13 @@ end
 -- Wraps a native handle from qjson_parse. `src` is the Lua string the
 -- handle borrows: keeping it in the state keeps it alive exactly as long
 -- as the handle can be reached.
+-- The root document is its own state (one table per parse); a cursor
+-- refers to its root's.
 function _M.new(ptr, src, safe)
     ffi_gc(ptr, C.qjson_free)
-    local state = { ptr = ptr, src = src, safe = safe }
-    return setmetatable({ _doc = state, _at = 0 }, Doc)
+    local root = setmetatable({ ptr = ptr, src = src, safe = safe, _at = 0 }, Doc)
+    root._doc = root
+    return root
 end
 
 _M.Doc = Doc

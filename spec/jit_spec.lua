@@ -1,0 +1,337 @@
+-- The getters compile: each runs in a hot loop of a few hundred
+-- iterations while jit.attach records trace events, in the style of
+-- lua-resty-core's tests. A loop passes when it becomes a compiled loop
+-- trace and no trace aborts on an NYI (or stitches around one). Then the
+-- same getters called from interpreted code must get traces of their own.
+
+local qjson = require("qjson")
+local safe = require("qjson.safe")
+local util = require("jit.util")
+local vmdef = require("jit.vmdef")
+
+-- Busted resolves a spec's globals through a Lua __index function: the
+-- trace handler and the hot loops use only locals.
+local jit_attach, jit_flush, jit_opt = jit.attach, jit.flush, jit.opt
+local format, find, string_dump = string.format, string.find, string.dump
+local concat = table.concat
+local type, tostring, pcall, assert, error, pairs = type, tostring, pcall, assert, error, pairs
+
+local ITERATIONS = 300
+
+local CHAT = '{"model":"gpt-4o","temperature":0.7,"n":3,"stream":false,"tool_choice":null,'
+             .. '"usage":{"total_tokens":9223372036854775807},"messages":['
+             .. '{"role":"system","content":"Be brief."},'
+             .. '{"role":"user","content":[{"type":"text","text":"caf\\u00e9"}]}]}'
+
+-- "file:line" of a bytecode position, or the builtin's name.
+local function location(func, pc)
+    local info = util.funcinfo(func, pc)
+    if info.loc then
+        return info.loc
+    elseif info.ffid then
+        return vmdef.ffnames[info.ffid]
+    end
+    return "(?)"
+end
+
+-- An abort reason as jit.v prints it.
+local function reason(code, info)
+    if type(code) ~= "number" then
+        return tostring(code)
+    end
+    if type(info) == "function" then
+        info = location(info)
+    end
+    return format(vmdef.traceerr[code], info)
+end
+
+-- Whether a function is part of qjson's Lua code.
+local function in_qjson(func)
+    local source = util.funcinfo(func).source or ""
+    return find(source, "qjson%.lua$") ~= nil or find(source, "/qjson/[%w_]+%.lua$") ~= nil
+end
+
+-- Runs `fn` (a function holding one hot loop) with fresh traces, and
+-- returns what the compiler did: { started = { [func] = number of traces
+-- started at func that compiled }, loops = those of fn that are loops,
+-- problems = { "[TRACE --- file:line -- NYI: ...", ... }, log = every
+-- event, for failure messages }. A problem is an NYI abort anywhere, a
+-- stitch (a call the compiler cannot inline), or a root trace started in
+-- qjson that aborts with "leaving loop in root trace" (what `return f()`
+-- of a builtin does to a function's own trace). Other aborts (a first
+-- use of a C symbol, a finalizer during recording) are retried by
+-- LuaJIT and show up as a missing trace if they persist.
+local function trace(fn)
+    local starts, problems, started, loops, log = {}, {}, {}, 0, {}
+    local function on_trace(what, tr, func, pc, otr, oex)
+        if what == "start" then
+            -- otr, oex: the parent trace and exit of a side trace.
+            starts[tr] = { func = func, loc = location(func, pc), root = not otr or otr == 0 }
+            log[#log + 1] = format("start %d %s%s", tr, location(func, pc),
+                                   otr and otr ~= 0 and format(" (%d/%d)", otr, oex) or "")
+        elseif what == "stop" then
+            local start = starts[tr] or {}
+            local linktype = util.traceinfo(tr).linktype
+            log[#log + 1] = format("[TRACE %3d %s %s]", tr, tostring(start.loc), linktype)
+            if linktype == "stitch" then
+                problems[#problems + 1] = log[#log]
+            elseif start.func then
+                started[start.func] = (started[start.func] or 0) + 1
+                if linktype == "loop" and start.func == fn then
+                    loops = loops + 1
+                end
+            end
+        elseif what == "abort" then
+            local start = starts[tr] or {}
+            local why = reason(otr, oex)
+            local ours = start.root and start.func and in_qjson(start.func)
+                         and find(why, "leaving loop in root trace", 1, true)
+            local line = format("[TRACE --- %s -- %s at %s]", tostring(start.loc), why,
+                                location(func, pc))
+            log[#log + 1] = line
+            if find(why, "NYI", 1, true) or ours then
+                problems[#problems + 1] = line
+            end
+        end
+    end
+    jit_flush()
+    -- Setting hotloop also resets every hot counter, which jit.flush()
+    -- leaves as they were. 56 is LuaJIT's default.
+    jit_opt.start("hotloop=56")
+    jit_attach(on_trace, "trace")
+    local ok, err = pcall(fn)
+    jit_attach(on_trace)
+    assert(ok, err)
+    return { started = started, loops = loops, problems = problems, log = log }
+end
+
+local function check_problems(result)
+    if #result.problems > 0 then
+        error("trace aborts in the hot path:\n  " .. concat(result.problems, "\n  "), 3)
+    end
+end
+
+-- Fails unless `fn`'s loop compiled into a loop trace, without problems.
+local function assert_compiles(fn)
+    local result = trace(fn)
+    check_problems(result)
+    if result.loops == 0 then
+        error("the hot loop produced no trace:\n  " .. concat(result.log, "\n  "), 2)
+    end
+end
+
+-- Fails unless each function in `funcs` got a trace of its own, without
+-- problems, while `fn` ran: how getters compile when their caller is not
+-- compiled (an OpenResty handler is a function, not a loop).
+local function assert_functions_compile(fn, funcs)
+    local result = trace(fn)
+    check_problems(result)
+    for name, func in pairs(funcs) do
+        if not result.started[func] then
+            error("no trace started in " .. name .. ":\n  " .. concat(result.log, "\n  "), 2)
+        end
+    end
+end
+
+-- Never compiled: a loop calling it stays in the interpreter.
+local function interpreted() end
+jit.off(interpreted)
+
+describe("JIT compilation of the getters", function()
+    if not jit.status() then
+        it("needs the JIT compiler on", function() pending("jit.off()") end)
+        return
+    end
+
+    local doc, sdoc
+    setup(function()
+        doc = qjson.parse(CHAT)
+        sdoc = safe.parse(CHAT)
+    end)
+
+    -- Each loop counts wrong results instead of asserting, so the only
+    -- calls in the loop are the getter's own.
+
+    it("get_str", function()
+        local bad = 0
+        assert_compiles(function()
+            for _ = 1, ITERATIONS do
+                if doc:get_str("messages[1].content[0].text") ~= "caf\xc3\xa9" then
+                    bad = bad + 1
+                end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
+    it("get_f64", function()
+        local bad = 0
+        assert_compiles(function()
+            for _ = 1, ITERATIONS do
+                if doc:get_f64("temperature") ~= 0.7 then bad = bad + 1 end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
+    it("get_i64", function()
+        local bad = 0
+        assert_compiles(function()
+            for _ = 1, ITERATIONS do
+                if doc:get_i64("usage.total_tokens") ~= 9223372036854775807LL then
+                    bad = bad + 1
+                end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
+    it("get_bool", function()
+        local bad = 0
+        assert_compiles(function()
+            for _ = 1, ITERATIONS do
+                if doc:get_bool("stream") ~= false then bad = bad + 1 end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
+    it("is_null", function()
+        local bad = 0
+        assert_compiles(function()
+            for _ = 1, ITERATIONS do
+                if doc:is_null("tool_choice") ~= true then bad = bad + 1 end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
+    it("typeof", function()
+        local bad = 0
+        assert_compiles(function()
+            for _ = 1, ITERATIONS do
+                if doc:typeof("messages") ~= "array" then bad = bad + 1 end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
+    it("len", function()
+        local bad = 0
+        assert_compiles(function()
+            for _ = 1, ITERATIONS do
+                if doc:len("messages") ~= 2 then bad = bad + 1 end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
+    it("raw", function()
+        local bad = 0
+        assert_compiles(function()
+            for _ = 1, ITERATIONS do
+                if doc:raw("usage") ~= '{"total_tokens":9223372036854775807}' then
+                    bad = bad + 1
+                end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
+    it("get, on strings, numbers, booleans and null", function()
+        local bad = 0
+        assert_compiles(function()
+            for _ = 1, ITERATIONS do
+                if doc:get("model") ~= "gpt-4o" or doc:get("n") ~= 3
+                   or doc:get("stream") ~= false or doc:get("tool_choice") ~= qjson.null then
+                    bad = bad + 1
+                end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
+    it("open and a getter on the cursor", function()
+        local bad = 0
+        assert_compiles(function()
+            for i = 1, ITERATIONS do
+                local message = doc:open("messages[" .. (i % 2) .. "]")
+                if message:get_str("role") ~= (i % 2 == 0 and "system" or "user") then
+                    bad = bad + 1
+                end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
+    it("missing paths and type mismatches", function()
+        local bad = 0
+        assert_compiles(function()
+            for _ = 1, ITERATIONS do
+                local v, err = doc:get_str("temperature")
+                if v ~= nil or err == nil or doc:get_f64("missing") ~= nil then
+                    bad = bad + 1
+                end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
+    it("qjson.safe documents, including misuse", function()
+        local bad = 0
+        assert_compiles(function()
+            for _ = 1, ITERATIONS do
+                local v, err = sdoc:get_str("messages..role")
+                if v ~= nil or err == nil or sdoc:get_str("model") ~= "gpt-4o" then
+                    bad = bad + 1
+                end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
+    describe("called from interpreted code", function()
+        local Doc = require("qjson.doc").Doc
+        local cases = {
+            get_str = "model", get_f64 = "temperature", get_i64 = "n", get_bool = "stream",
+            is_null = "tool_choice", typeof = "messages", len = "messages",
+            raw = "usage", get = "model", open = "messages[0]",
+        }
+        for name, path in pairs(cases) do
+            it(name, function()
+                local bad = 0
+                assert_functions_compile(function()
+                    for _ = 1, ITERATIONS do
+                        interpreted()
+                        if doc[name](doc, path) == nil then bad = bad + 1 end
+                    end
+                end, { [name] = Doc[name] })
+                assert.equal(0, bad)
+            end)
+        end
+
+        it("open and a getter on the cursor, on a safe document", function()
+            local bad = 0
+            assert_functions_compile(function()
+                for _ = 1, ITERATIONS do
+                    interpreted()
+                    if sdoc:open("messages[1]"):get_str("role") ~= "user" then
+                        bad = bad + 1
+                    end
+                end
+            end, { open = Doc.open, get_str = Doc.get_str })
+            assert.equal(0, bad)
+        end)
+    end)
+
+    it("the checker itself notices an NYI", function()
+        -- string.dump is NYI in every LuaJIT 2.1, aborting or stitching.
+        local result = trace(function()
+            local f = function() end
+            for _ = 1, ITERATIONS do
+                string_dump(f)
+            end
+        end)
+        assert.is_true(#result.problems > 0)
+    end)
+end)
