@@ -177,10 +177,12 @@ int qjson_get_key(qjson_doc *doc, uint32_t cursor, const char *key, size_t key_l
    Reading elements in increasing order costs one step each. */
 int qjson_get_index(qjson_doc *doc, uint32_t cursor, size_t index, qjson_value *out);
 
-/* The members of the object at cursor that the duplicate-key policy reads
-   (the last of each repeated key), as key entries in document order.
-   *keys points into the document and is valid until the next call on it. */
-int qjson_members(qjson_doc *doc, uint32_t cursor, const uint32_t **keys, size_t *count);
+/* The members of the object at cursor as key entries in document order:
+   all of them when every is nonzero, else those the duplicate-key policy
+   reads (the last of each repeated key). *keys points into the document
+   and is valid until the next call on it. */
+int qjson_members(qjson_doc *doc, uint32_t cursor, int every, const uint32_t **keys,
+                  size_t *count);
 
 /* Reads the member whose key entry came from qjson_members: key->str/len
    is the decoded key, key->i64 the byte offset of its opening quote;

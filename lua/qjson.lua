@@ -10,6 +10,8 @@
 local ffi = require("ffi")
 local qffi = require("qjson.ffi")
 local doc = require("qjson.doc")
+local lazy = require("qjson.lazy")
+local encode = require("qjson.encode")
 
 local C = qffi.C
 local err_cell = qffi.error
@@ -18,6 +20,7 @@ local new_doc = doc.new
 local error = error
 local type = type
 local pairs = pairs
+local ipairs = ipairs
 local tostring = tostring
 local math_floor = math.floor
 local tonumber = tonumber
@@ -56,18 +59,26 @@ local checks = {
     end,
 }
 
--- The qjson_options for a call: the defaults, or the defaults overridden
--- by the table `opts`. Returns nil, message for a bad table.
-local function options_for(opts)
+-- The qjson_options for a call to `fname`: the defaults, or the defaults
+-- overridden by the table `opts`. Returns nil, message for a bad table.
+-- `lazy` (decode only) is not a native option and is skipped here.
+local function options_for(opts, fname)
     if opts == nil then
         return default_options
     end
     if type(opts) ~= "table" then
-        return nil, "bad argument #2 to 'parse' (table expected, got " .. type(opts) .. ")"
+        return nil, "bad argument #2 to '" .. fname .. "' (table expected, got "
+                    .. type(opts) .. ")"
     end
     call_options.max_depth = default_options.max_depth
     call_options.duplicate_keys = default_options.duplicate_keys
     for k, v in pairs(opts) do
+        if k == "lazy" and fname == "decode" then
+            if type(v) ~= "boolean" then
+                return nil, "qjson: lazy must be a boolean"
+            end
+            goto continue
+        end
         local check = checks[k]
         if check == nil then
             return nil, "qjson: unknown option '" .. tostring(k) .. "'"
@@ -77,6 +88,7 @@ local function options_for(opts)
             return nil, "qjson: " .. err
         end
         call_options[k] = converted
+        ::continue::
     end
     return call_options
 end
@@ -101,13 +113,15 @@ end
 -- exactly "qjson: ..." (as cjson's are), misuse points at the caller.
 local DATA, MISUSE = 0, 2
 
--- Parses `text`; returns the document, or nil, the message and its level.
-local function parse(text, opts, safe)
+-- Parses `text` for `fname`; returns the document, or nil, the message
+-- and its level.
+local function parse(text, opts, safe, fname)
+    fname = fname or "parse"
     if type(text) ~= "string" then
-        return nil, "bad argument #1 to 'parse' (string expected, got " .. type(text) .. ")",
-               MISUSE
+        return nil, "bad argument #1 to '" .. fname .. "' (string expected, got "
+                    .. type(text) .. ")", MISUSE
     end
-    local o, err = options_for(opts)
+    local o, err = options_for(opts, fname)
     if not o then
         return nil, err, MISUSE
     end
@@ -130,8 +144,48 @@ function _M.parse(text, opts)
     return d
 end
 
+-- Decodes `text`: proxies, or plain tables when opts.lazy == false.
+-- Returns the value, or nil, the message and its level.
+local function decode(text, opts)
+    local d, err, level = parse(text, opts, false, "decode")
+    if not d then
+        return nil, err, level
+    end
+    if opts and opts.lazy == false then
+        local v = lazy.tape_value(d, 0)
+        d:free()
+        return v
+    end
+    return lazy.root(d)
+end
+
+-- qjson.decode(text [, options]): like cjson.decode, but objects and
+-- arrays are proxies read on demand. Raises like qjson.parse.
+function _M.decode(text, opts)
+    local v, err, level = decode(text, opts)
+    if v == nil then
+        error(err, level)
+    end
+    return v
+end
+
 -- Used by qjson.safe.
 _M._parse = parse
+_M._decode = decode
+
+_M.encode = encode.encode
+_M.materialize = lazy.materialize
+_M.len = lazy.len
+_M.pairs = lazy.pairs
+_M.ipairs = lazy.ipairs
+_M.array_mt = encode.array_mt
+_M.empty_array_mt = encode.empty_array_mt
+_M.empty_array = encode.empty_array
+for _, name in ipairs({ "encode_number_precision", "encode_sparse_array",
+                        "encode_escape_forward_slash", "encode_empty_table_as_object",
+                        "encode_max_depth" }) do
+    _M[name] = encode[name]
+end
 
 -- cjson-style option functions: set when given a value, always return
 -- the current one. They change the defaults of every later call.

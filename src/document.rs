@@ -216,11 +216,11 @@ impl<'a> Document<'a> {
         tree.find_key(obj, key, last_wins)
     }
 
-    /// The key entries of the members of the object at `obj` that the
-    /// duplicate-key policy reads (one per distinct key, the last one),
-    /// in document order; `None` when `obj` is not an object. Valid until
-    /// the next call on this document.
-    pub fn members(&mut self, obj: u32) -> Option<&[u32]> {
+    /// The key entries of the members of the object at `obj`, in document
+    /// order: every member when `every`, else those the duplicate-key
+    /// policy reads (one per distinct key, the last one). `None` when
+    /// `obj` is not an object. Valid until the next call on this document.
+    pub fn members(&mut self, obj: u32, every: bool) -> Option<&[u32]> {
         let tree = Tree {
             src: self.src,
             positions: &self.index.positions,
@@ -231,7 +231,7 @@ impl<'a> Document<'a> {
         }
         self.keys.clear();
         self.keys.extend(tree.keys(obj));
-        if self.opts.duplicate_keys == DuplicateKeys::LastWins {
+        if !every && self.opts.duplicate_keys == DuplicateKeys::LastWins {
             duplicates::retain_last(
                 self.src,
                 tree.positions,

@@ -413,9 +413,10 @@ pub unsafe extern "C" fn qjson_get_index(
     }
 }
 
-/// The members of the object at `cursor` that the duplicate-key policy
-/// reads, as key entries in document order: sets `*keys` to an array
-/// owned by the document (valid until the next call on it) and `*count`.
+/// The members of the object at `cursor` as key entries in document
+/// order: all of them when `every` is nonzero, else those the duplicate-key
+/// policy reads. Sets `*keys` to an array owned by the document (valid
+/// until the next call on it) and `*count`.
 ///
 /// # Safety
 /// `doc` is NULL or a live document; `keys` and `count` are NULL or valid
@@ -424,6 +425,7 @@ pub unsafe extern "C" fn qjson_get_index(
 pub unsafe extern "C" fn qjson_members(
     doc: *mut qjson_doc,
     cursor: u32,
+    every: c_int,
     keys: *mut *const u32,
     count: *mut usize,
 ) -> c_int {
@@ -434,7 +436,7 @@ pub unsafe extern "C" fn qjson_members(
             let (Some(keys), Some(count)) = (keys.as_mut(), count.as_mut()) else {
                 return ErrorCode::BadArgument as c_int;
             };
-            match doc.members(cursor) {
+            match doc.members(cursor, every != 0) {
                 Some(members) => {
                     *keys = members.as_ptr();
                     *count = members.len();

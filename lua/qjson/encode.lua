@@ -1,0 +1,482 @@
+-- qjson.encode: lua-cjson's encoder for plain tables, byte for byte, and
+-- source passthrough for proxies.
+--
+-- Plain values follow cjson 2.1 exactly: the same escapes (including \/),
+-- "%.14g" numbers, the same array detection and sparse-array rule, the
+-- same error messages. A proxy that was not changed is copied as its
+-- source bytes; a changed one is the source with only the changed values
+-- spliced in (members dropped or added, separators and whitespace of the
+-- rest kept), written into one buffer.
+
+local ffi = require("ffi")
+local buffer = require("string.buffer")
+local qffi = require("qjson.ffi")
+local lazy = require("qjson.lazy")
+
+local C = qffi.C
+local value = qffi.value
+local null = qffi.null
+local STATE = lazy.STATE
+local DELETED = lazy.DELETED
+local empty_array_mt = lazy.empty_array_mt
+local source_members = lazy.source_members
+local ffi_cast = ffi.cast
+local ffi_istype = ffi.istype
+local type = type
+local next = next
+local error = error
+local tostring = tostring
+local getmetatable = getmetatable
+local pcall = pcall
+local ipairs = ipairs
+local tonumber = tonumber
+local setmetatable = setmetatable
+local ffi_string = ffi.string
+local math_floor = math.floor
+local str_find = string.find
+local str_gsub = string.gsub
+local str_format = string.format
+local table_sort = table.sort
+
+local huge = math.huge
+
+local _M = {}
+
+local array_mt = { __name = "qjson.array" }
+_M.array_mt = array_mt
+_M.empty_array_mt = empty_array_mt
+
+-- A value that encodes as [] (like cjson.empty_array, which is also
+-- accepted when lua-cjson is loaded).
+local empty_array = setmetatable({}, {
+    __index = empty_array_mt,
+    __newindex = function() error("qjson.empty_array is read-only", 2) end,
+    __metatable = empty_array_mt,
+})
+_M.empty_array = empty_array
+
+local config = {
+    number_precision = 14,
+    number_format = "%.14g",
+    sparse_convert = false,
+    sparse_ratio = 2,
+    sparse_safe = 10,
+    escape_slash = true,
+    empty_table_as_object = true,
+    max_depth = 1000,
+}
+
+local ESCAPES = {
+    ['"'] = '\\"', ["\\"] = "\\\\", ["/"] = "\\/",
+    ["\b"] = "\\b", ["\f"] = "\\f", ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t",
+}
+for byte = 0, 31 do
+    local c = string.char(byte)
+    ESCAPES[c] = ESCAPES[c] or str_format("\\u%04x", byte)
+end
+ESCAPES["\127"] = "\\u007f"
+local ESCAPES_KEEP_SLASH = setmetatable({ ["/"] = "/" }, { __index = ESCAPES })
+
+-- %c is iscntrl: bytes 0-31 and 127, exactly the control bytes cjson escapes.
+local NEEDS_ESCAPE = '[%c"\\/]'
+local NEEDS_ESCAPE_KEEP_SLASH = '[%c"\\]'
+
+local buf = buffer.new()
+local key_cell = ffi.new("qjson_value[1]")
+
+local function fail(kind, reason)
+    error("Cannot serialise " .. kind .. ": " .. reason, 0)
+end
+
+local function put_string(s)
+    local pattern = config.escape_slash and NEEDS_ESCAPE or NEEDS_ESCAPE_KEEP_SLASH
+    if not str_find(s, pattern) then
+        buf:put('"', s, '"')
+        return
+    end
+    local escaped = str_gsub(s, pattern, config.escape_slash and ESCAPES or ESCAPES_KEEP_SLASH)
+    buf:put('"', escaped, '"')
+end
+
+local function put_number(n)
+    if n ~= n or n == huge or n == -huge then
+        fail("number", "must not be NaN or Inf")
+    end
+    if config.number_precision == 14 then
+        buf:put(n) -- LuaJIT formats numbers with "%.14g"
+    else
+        buf:putf(config.number_format, n)
+    end
+end
+
+local int64_t = ffi.typeof("int64_t")
+local uint64_t = ffi.typeof("uint64_t")
+
+local function put_cdata(v)
+    if ffi_istype(int64_t, v) or ffi_istype(uint64_t, v) then
+        local digits = str_gsub(tostring(v), "U?LL$", "")
+        buf:put(digits)
+        return
+    end
+    fail("cdata", "type not supported")
+end
+
+local put_value
+
+-- lua-cjson's empty_array (OpenResty's fork), when it is loaded.
+local function cjson_empty_array()
+    local cjson = package.loaded.cjson
+    return cjson and cjson.empty_array
+end
+
+-- cjson's lua_array_length: the array length of t, or -1 for an object.
+local function array_length(t)
+    local max, items = 0, 0
+    for k in next, t do
+        if type(k) == "number" and k >= 1 and math_floor(k) == k then
+            if k > max then max = k end
+            items = items + 1
+        else
+            return -1
+        end
+    end
+    if config.sparse_ratio > 0 and max > items * config.sparse_ratio
+        and max > config.sparse_safe then
+        if not config.sparse_convert then
+            fail("table", "excessively sparse array")
+        end
+        return -1
+    end
+    return max
+end
+
+local function put_array(t, n, depth)
+    buf:put("[")
+    for i = 1, n do
+        if i > 1 then buf:put(",") end
+        put_value(t[i], depth)
+    end
+    buf:put("]")
+end
+
+local function put_key(k)
+    local tk = type(k)
+    if tk == "string" then
+        put_string(k)
+    elseif tk == "number" then
+        buf:put('"')
+        put_number(k)
+        buf:put('"')
+    else
+        fail(tk, "table key must be a number or string")
+    end
+end
+
+local function put_table(t, depth)
+    if depth > config.max_depth then
+        error(str_format("Cannot serialise, excessive nesting (%d)", depth), 0)
+    end
+    local mt = getmetatable(t)
+    if mt == array_mt then
+        return put_array(t, #t, depth)
+    end
+    local n = array_length(t)
+    if n > 0 or (n == 0 and (mt == empty_array_mt or not config.empty_table_as_object)) then
+        return put_array(t, n, depth)
+    end
+    buf:put("{")
+    local first = true
+    for k, v in next, t do
+        if first then first = false else buf:put(",") end
+        put_key(k)
+        buf:put(":")
+        put_value(v, depth)
+    end
+    buf:put("}")
+end
+
+-- Splicing: the source text of a proxy, with changed values replaced.
+-- Offsets are from `base`, the start of the document's text.
+
+local pending_from, pending_to, pending_base = 0, 0, nil
+
+local function flush()
+    if pending_to > pending_from then
+        buf:putcdata(pending_base + pending_from, pending_to - pending_from)
+    end
+    pending_from, pending_to = 0, 0
+end
+
+-- Copies source bytes [from, to), merged with the previous copy when they
+-- touch, so untouched runs cost one copy.
+local function copy(base, from, to)
+    if to <= from then return end
+    if base == pending_base and from == pending_to then
+        pending_to = to
+        return
+    end
+    flush()
+    pending_base, pending_from, pending_to = base, from, to
+end
+
+-- The byte span of the value at cursor in st's document.
+local function span(st, base, cursor)
+    C.qjson_raw(st.doc.ptr, cursor, nil, 0, value)
+    local v = value[0]
+    local start = v.str - base
+    return start, start + v.len
+end
+
+local function is_dirty_proxy(v)
+    local st = STATE[v]
+    return st ~= nil and st.dirty
+end
+
+local function put_object_splice(st, base, depth)
+    local from, to = span(st, base, st.cur)
+    local entries = source_members(st, true)
+    local cache, set = st.cache, st.set or {}
+    -- Per member: decoded key and spans, and the last occurrence of each key.
+    local keys, key_starts, value_starts, value_ends, last = {}, {}, {}, {}, {}
+    for i = 1, #entries do
+        C.qjson_member(st.doc.ptr, entries[i], key_cell, value)
+        local kc = key_cell[0]
+        local key = ffi_string(kc.str, kc.len)
+        keys[i] = key
+        key_starts[i] = tonumber(kc.i64)
+        value_starts[i], value_ends[i] = span(st, base, value[0].cursor)
+        last[key] = i
+    end
+    local m = #entries
+    local emitted = false
+    local function open_members()
+        if not emitted then
+            copy(base, from, m > 0 and key_starts[1] or from + 1)
+            emitted = true
+        end
+    end
+    for i = 1, m do
+        local key = keys[i]
+        local v = cache[key]
+        local replace
+        if set[key] then
+            if last[key] ~= i or v == DELETED then
+                goto continue
+            end
+            replace = true
+        elseif last[key] == i and is_dirty_proxy(v) then
+            replace = true
+        end
+        if emitted then
+            copy(base, value_ends[i - 1], key_starts[i])
+        else
+            open_members()
+        end
+        if replace then
+            copy(base, key_starts[i], value_starts[i])
+            flush()
+            put_value(v, depth)
+        else
+            copy(base, key_starts[i], value_ends[i])
+        end
+        ::continue::
+    end
+    local added = st.added
+    if added then
+        for j = 1, #added do
+            local key = added[j]
+            local v = cache[key]
+            if v ~= DELETED and v ~= nil then
+                local separator = emitted
+                open_members()
+                flush()
+                if separator then buf:put(",") end
+                put_key(key)
+                buf:put(":")
+                put_value(v, depth)
+            end
+        end
+    end
+    open_members()
+    copy(base, m > 0 and value_ends[m] or from + 1, to)
+end
+
+local function put_array_splice(proxy, st, base, depth)
+    local from, to = span(st, base, st.cur)
+    local n, n0 = st.n, st.n0
+    local cache = st.cache
+    -- The element indices whose text changes, in order.
+    local special, seen = {}, {}
+    for i in next, st.set or {} do
+        if i <= n0 and i <= n then
+            special[#special + 1] = i
+            seen[i] = true
+        end
+    end
+    for i, v in next, cache do
+        if not seen[i] and i <= n0 and i <= n and is_dirty_proxy(v) then
+            special[#special + 1] = i
+        end
+    end
+    table_sort(special)
+    local function element_span(i)
+        C.qjson_get_index(st.doc.ptr, st.cur, i - 1, value)
+        return span(st, base, value[0].cursor)
+    end
+    local at = from
+    for _, i in ipairs(special) do
+        local vs, ve = element_span(i)
+        copy(base, at, vs)
+        flush()
+        local v = proxy[i]
+        if v == nil then v = null end
+        put_value(v, depth)
+        at = ve
+    end
+    local kept = n < n0 and n or n0
+    -- End of the last kept original element (or just after '[').
+    local kept_end = from + 1
+    if kept > 0 then
+        local _, ve = element_span(kept)
+        kept_end = ve
+    end
+    local source_end = from + 1
+    if n0 > 0 then
+        local _, ve = element_span(n0)
+        source_end = ve
+    end
+    copy(base, at, kept_end)
+    for i = n0 + 1, n do
+        flush()
+        if i > 1 then buf:put(",") end
+        local v = proxy[i]
+        if v == nil then v = null end
+        put_value(v, depth)
+    end
+    copy(base, source_end, to)
+end
+
+local function put_proxy(v, st, depth)
+    if depth > config.max_depth then
+        error(str_format("Cannot serialise, excessive nesting (%d)", depth), 0)
+    end
+    local base = ffi_cast("const char *", st.doc.src)
+    if not st.dirty then
+        local from, to = span(st, base, st.cur)
+        copy(base, from, to)
+        flush()
+        return
+    end
+    if st.kind == C.QJSON_TYPE_OBJECT then
+        put_object_splice(st, base, depth)
+    else
+        put_array_splice(v, st, base, depth)
+    end
+    flush()
+end
+
+function put_value(v, depth)
+    local t = type(v)
+    if t == "string" then
+        put_string(v)
+    elseif t == "number" then
+        put_number(v)
+    elseif t == "boolean" then
+        buf:put(v and "true" or "false")
+    elseif t == "table" then
+        local st = STATE[v]
+        if st then
+            put_proxy(v, st, depth + 1)
+        else
+            put_table(v, depth + 1)
+        end
+    elseif v == nil or v == null then
+        buf:put("null")
+    elseif t == "userdata" and v == cjson_empty_array() then
+        buf:put("[]")
+    elseif t == "cdata" then
+        put_cdata(v)
+    else
+        fail(t, "type not supported")
+    end
+end
+
+
+function _M.encode(v)
+    local st = STATE[v]
+    if st and not st.dirty and st.cur == 0 then
+        -- An untouched whole document is its own text.
+        local src = st.doc.src
+        C.qjson_raw(st.doc.ptr, 0, nil, 0, value)
+        if tonumber(value[0].len) == #src then
+            return src
+        end
+    end
+    buf:reset()
+    pending_base, pending_from, pending_to = nil, 0, 0
+    local ok, err = pcall(put_value, v, 0)
+    flush()
+    pending_base = nil
+    if not ok then
+        buf:reset()
+        error(err, 0)
+    end
+    local out = buf:tostring()
+    buf:reset()
+    return out
+end
+
+-- cjson's encoder options: set when given arguments, return the current
+-- values.
+
+local function check_bool(name, v)
+    if v ~= nil and type(v) ~= "boolean" then
+        error("bad argument #1 to '" .. name .. "' (boolean expected)", 3)
+    end
+end
+
+local function check_int(name, v, lo, hi)
+    if v ~= nil and (type(v) ~= "number" or v ~= math_floor(v) or v < lo or v > hi) then
+        error(str_format("bad argument #1 to '%s' (expected integer between %d and %d)",
+                         name, lo, hi), 3)
+    end
+end
+
+function _M.encode_number_precision(n)
+    check_int("encode_number_precision", n, 1, 16)
+    if n then
+        config.number_precision = n
+        config.number_format = "%." .. n .. "g"
+    end
+    return config.number_precision
+end
+
+function _M.encode_sparse_array(convert, ratio, safe)
+    check_bool("encode_sparse_array", convert)
+    check_int("encode_sparse_array", ratio, 0, 2 ^ 31 - 1)
+    check_int("encode_sparse_array", safe, 0, 2 ^ 31 - 1)
+    if convert ~= nil then config.sparse_convert = convert end
+    if ratio then config.sparse_ratio = ratio end
+    if safe then config.sparse_safe = safe end
+    return config.sparse_convert, config.sparse_ratio, config.sparse_safe
+end
+
+function _M.encode_escape_forward_slash(on)
+    check_bool("encode_escape_forward_slash", on)
+    if on ~= nil then config.escape_slash = on end
+    return config.escape_slash
+end
+
+function _M.encode_empty_table_as_object(on)
+    check_bool("encode_empty_table_as_object", on)
+    if on ~= nil then config.empty_table_as_object = on end
+    return config.empty_table_as_object
+end
+
+function _M.encode_max_depth(n)
+    check_int("encode_max_depth", n, 1, 2 ^ 31 - 1)
+    if n then config.max_depth = n end
+    return config.max_depth
+end
+
+return _M

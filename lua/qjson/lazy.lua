@@ -1,0 +1,430 @@
+-- Lazy decode: cjson-shaped tables that read the document on demand.
+--
+-- A proxy is an empty Lua table with a shared metatable; everything about
+-- it (its document, cursor, cache and changes) lives in the weak-keyed
+-- STATE table, so no JSON key can collide with internal fields and
+-- `next`, `rawget` or iteration see nothing but data. Values are read
+-- from the native index the first time they are asked for and cached;
+-- containers come back as proxies of their own, cached too, so
+-- `t.messages == t.messages`.
+--
+-- Writes are recorded per proxy (`set`: the keys or indices assigned,
+-- `added`: keys new to an object, in order) and mark the proxy and its
+-- ancestors dirty; qjson.encode copies clean subtrees as source bytes and
+-- splices only what changed (lua/qjson/encode.lua).
+
+local ffi = require("ffi")
+local qffi = require("qjson.ffi")
+
+local C = qffi.C
+local value = qffi.value
+local null = qffi.null
+local ffi_string = ffi.string
+local ffi_new = ffi.new
+local setmetatable = setmetatable
+local type = type
+local next = next
+local tonumber = tonumber
+local math_floor = math.floor
+local new_tab = require("table.new")
+
+local OK = C.QJSON_OK
+local T_NULL = C.QJSON_TYPE_NULL
+local T_FALSE = C.QJSON_TYPE_FALSE
+local T_TRUE = C.QJSON_TYPE_TRUE
+local T_NUMBER = C.QJSON_TYPE_NUMBER
+local T_STRING = C.QJSON_TYPE_STRING
+local T_ARRAY = C.QJSON_TYPE_ARRAY
+local T_OBJECT = C.QJSON_TYPE_OBJECT
+
+local _M = {}
+
+-- proxy -> state. Weak keys: a proxy nobody references is collected with
+-- its state; the state keeps the document (and so the text) alive.
+local STATE = setmetatable({}, { __mode = "k" })
+_M.STATE = STATE
+
+-- Cached in place of a value that was deleted.
+local DELETED = setmetatable({}, { __tostring = function() return "qjson.deleted" end })
+_M.DELETED = DELETED
+
+-- The metatable cjson (OpenResty's fork) and qjson give arrays that must
+-- encode as [] even when empty.
+local empty_array_mt = { __name = "qjson.empty_array" }
+_M.empty_array_mt = empty_array_mt
+
+local key_cell = ffi_new("qjson_value[1]")
+local keys_out = ffi_new("const uint32_t *[1]")
+local count_out = ffi_new("size_t[1]")
+local items_out = ffi_new("const qjson_item *[1]")
+
+local ObjectMT, ArrayMT = {}, {}
+
+local function new_proxy(doc, cursor, kind, parent)
+    local proxy = setmetatable({}, kind == T_OBJECT and ObjectMT or ArrayMT)
+    local st = { doc = doc, cur = cursor, kind = kind, cache = {}, parent = parent,
+                 dirty = false }
+    if kind == T_ARRAY then
+        C.qjson_len(doc.ptr, cursor, nil, 0, value)
+        local n = tonumber(value[0].len)
+        st.n, st.n0 = n, n
+    end
+    STATE[proxy] = st
+    return proxy
+end
+
+-- The Lua value for the qjson_value in `cell` (read right after a call).
+local function convert(st, cell)
+    local t = cell.type
+    if t == T_STRING then
+        local s = ffi_string(cell.str, cell.len)
+        return s
+    elseif t == T_NUMBER then
+        return cell.num
+    elseif t == T_TRUE then
+        return true
+    elseif t == T_FALSE then
+        return false
+    elseif t == T_NULL then
+        return null
+    end
+    return new_proxy(st.doc, cell.cursor, t, st)
+end
+
+function ObjectMT.__index(proxy, key)
+    local st = STATE[proxy]
+    local cache = st.cache
+    local v = cache[key]
+    if v ~= nil then
+        if v == DELETED then return nil end
+        return v
+    end
+    if type(key) ~= "string" then return nil end
+    if C.qjson_get_key(st.doc.ptr, st.cur, key, #key, value) ~= OK then return nil end
+    v = convert(st, value[0])
+    cache[key] = v
+    return v
+end
+
+function ArrayMT.__index(proxy, i)
+    local st = STATE[proxy]
+    local cache = st.cache
+    local v = cache[i]
+    if v ~= nil then
+        if v == DELETED then return nil end
+        return v
+    end
+    if type(i) ~= "number" or i < 1 or i > st.n0 or i ~= math_floor(i) then return nil end
+    if C.qjson_get_index(st.doc.ptr, st.cur, i - 1, value) ~= OK then return nil end
+    v = convert(st, value[0])
+    cache[i] = v
+    return v
+end
+
+-- Marks st and its ancestors as holding changes.
+local function mark_dirty(st)
+    while st and not st.dirty do
+        st.dirty = true
+        st = st.parent
+    end
+end
+
+-- Whether the object proxy's source has member `key`.
+local function in_source(st, key)
+    return type(key) == "string" and C.qjson_get_key(st.doc.ptr, st.cur, key, #key, value) == OK
+end
+
+function ObjectMT.__newindex(proxy, key, v)
+    if key == nil then
+        error("table index is nil", 2)
+    end
+    local st = STATE[proxy]
+    local set = st.set
+    if not set then
+        set = {}
+        st.set = set
+    end
+    if not set[key] then
+        set[key] = true
+        if not in_source(st, key) then
+            local added = st.added
+            if not added then
+                added = {}
+                st.added = added
+            end
+            added[#added + 1] = key
+        end
+    end
+    if v == nil then v = DELETED end
+    st.cache[key] = v
+    st.len = nil
+    mark_dirty(st)
+end
+
+function ArrayMT.__newindex(proxy, i, v)
+    local st = STATE[proxy]
+    if type(i) ~= "number" or i < 1 or i ~= math_floor(i) or i > st.n + 1 then
+        error("qjson: array index " .. tostring(i) .. " is out of range 1.." .. (st.n + 1)
+              .. " (arrays grow by one at the end)", 2)
+    end
+    local set = st.set
+    if not set then
+        set = {}
+        st.set = set
+    end
+    set[i] = true
+    st.cache[i] = v == nil and DELETED or v
+    if v == nil then
+        -- Removing the last elements shortens the array; a hole in the
+        -- middle stays and encodes as null, as cjson does.
+        local n = st.n
+        while n > 0 and st.cache[n] == DELETED do
+            n = n - 1
+        end
+        st.n = n
+    elseif i > st.n then
+        st.n = i
+    end
+    mark_dirty(st)
+end
+
+-- Members of the object proxy's source, as a Lua list of key entries.
+local function source_members(st, every)
+    local rc = C.qjson_members(st.doc.ptr, st.cur, every and 1 or 0, keys_out, count_out)
+    if rc ~= OK then return {} end
+    local n = tonumber(count_out[0])
+    local list = new_tab(n, 0)
+    local keys = keys_out[0]
+    for i = 1, n do
+        list[i] = keys[i - 1]
+    end
+    return list
+end
+_M.source_members = source_members
+
+-- The key and value of the member at key entry `entry`, through the cache.
+local function member(st, entry)
+    C.qjson_member(st.doc.ptr, entry, key_cell, value)
+    local cell = key_cell[0]
+    local key = ffi_string(cell.str, cell.len)
+    local v = st.cache[key]
+    if v == nil then
+        v = convert(st, value[0])
+        st.cache[key] = v
+    end
+    return key, v
+end
+_M.member = member
+
+-- Iterates an object proxy: source members in document order (the one
+-- "last wins" reads for a repeated key), then added keys in order.
+local function object_pairs(proxy)
+    local st = STATE[proxy]
+    local entries = source_members(st, false)
+    local i, added_i = 0, 0
+    return function()
+        while i < #entries do
+            i = i + 1
+            local key, v = member(st, entries[i])
+            if v ~= DELETED then return key, v end
+        end
+        local added = st.added
+        while added and added_i < #added do
+            added_i = added_i + 1
+            local key = added[added_i]
+            local v = st.cache[key]
+            if v ~= DELETED and v ~= nil then return key, v end
+        end
+        return nil
+    end
+end
+
+local function array_ipairs_step(proxy, i)
+    i = i + 1
+    local v = proxy[i]
+    if v == nil then return nil end
+    return i, v
+end
+
+-- Iterates an array proxy 1..n; a hole (deleted element) reads as nil
+-- and ends ipairs-style iteration, as it would on a plain table.
+local function array_pairs(proxy)
+    return array_ipairs_step, proxy, 0
+end
+
+-- The number of elements, or of distinct keys.
+local function proxy_len(st, proxy)
+    if st.kind == T_ARRAY then return st.n end
+    local n = st.len
+    if n then return n end
+    if not st.set then
+        C.qjson_len(st.doc.ptr, st.cur, nil, 0, value)
+        n = tonumber(value[0].len)
+    else
+        n = 0
+        for _ in object_pairs(proxy) do n = n + 1 end
+    end
+    st.len = n
+    return n
+end
+
+function ObjectMT.__len(proxy) return proxy_len(STATE[proxy], proxy) end
+function ArrayMT.__len(proxy) return STATE[proxy].n end
+ObjectMT.__pairs = object_pairs
+ArrayMT.__pairs = array_pairs
+ArrayMT.__ipairs = array_pairs
+ObjectMT.__ipairs = function() return next, {}, nil end
+ObjectMT.__metatable = false
+ArrayMT.__metatable = false
+
+function _M.is_proxy(v)
+    return STATE[v] ~= nil
+end
+
+-- qjson.len(v): #v for a plain table, the element or key count of a proxy.
+function _M.len(v)
+    local st = STATE[v]
+    if st then return proxy_len(st, v) end
+    return #v
+end
+
+function _M.pairs(v)
+    local st = STATE[v]
+    if st then
+        if st.kind == T_OBJECT then return object_pairs(v) end
+        return array_pairs(v)
+    end
+    return next, v, nil
+end
+
+function _M.ipairs(v)
+    if STATE[v] then
+        if STATE[v].kind == T_ARRAY then return array_pairs(v) end
+        return next, {}, nil
+    end
+    return ipairs(v)
+end
+
+-- Builds plain tables from a tape (see src/navigate/tape.rs): one pass,
+-- an explicit stack, tables presized from the counts.
+local function build(items, count)
+    local tables, lefts, keys, is_object = {}, {}, {}, {}
+    local depth = 0
+    local root
+    local i = 0
+    while i < count do
+        local item = items[i]
+        i = i + 1
+        local ty = item.type
+        local v, open
+        if ty == T_STRING then
+            v = ffi_string(item.str, item.len)
+        elseif ty == T_NUMBER then
+            v = item.num
+        elseif ty == T_OBJECT then
+            v = new_tab(0, item.len)
+            open = item.len
+        elseif ty == T_ARRAY then
+            local n = item.len
+            if n == 0 then
+                v = setmetatable({}, empty_array_mt)
+            else
+                v = new_tab(n, 0)
+                open = n
+            end
+        elseif ty == T_TRUE then
+            v = true
+        elseif ty == T_FALSE then
+            v = false
+        else
+            v = null
+        end
+        if depth == 0 then
+            root = v
+        elseif is_object[depth] then
+            local key = keys[depth]
+            if key == nil then
+                keys[depth] = v
+                v = nil
+            else
+                tables[depth][key] = v
+                keys[depth] = nil
+            end
+        else
+            local t = tables[depth]
+            t[#t + 1] = v
+        end
+        if v ~= nil and depth > 0 then
+            local left = lefts[depth] - 1
+            lefts[depth] = left
+            if open and open > 0 then
+                depth = depth + 1
+                tables[depth], lefts[depth], keys[depth] = v, open, nil
+                is_object[depth] = ty == T_OBJECT
+            else
+                while depth > 0 and lefts[depth] == 0 do
+                    depth = depth - 1
+                end
+            end
+        elseif v ~= nil and open and open > 0 then
+            depth = 1
+            tables[1], lefts[1], keys[1] = v, open, nil
+            is_object[1] = ty == T_OBJECT
+        end
+    end
+    return root
+end
+
+-- Plain tables for the value at cursor of doc (any value type).
+function _M.tape_value(doc, cursor)
+    C.qjson_tape(doc.ptr, cursor, items_out, count_out)
+    return build(items_out[0], tonumber(count_out[0]))
+end
+
+-- Deep-converts v to plain Lua tables: what cjson.decode gives for the
+-- same text (plus empty_array_mt on empty arrays), with any changes made
+-- through proxies applied.
+local function materialize(v)
+    local st = STATE[v]
+    if st then
+        if not st.dirty then
+            return _M.tape_value(st.doc, st.cur)
+        end
+        if st.kind == T_ARRAY then
+            local n = st.n
+            local out = new_tab(n, 0)
+            for i = 1, n do
+                local e = v[i]
+                if e == nil then e = null end
+                out[i] = materialize(e)
+            end
+            if n == 0 then setmetatable(out, empty_array_mt) end
+            return out
+        end
+        local out = {}
+        for k, e in object_pairs(v) do
+            out[k] = materialize(e)
+        end
+        return out
+    end
+    if type(v) ~= "table" then return v end
+    local out = {}
+    for k, e in next, v do
+        out[k] = materialize(e)
+    end
+    return setmetatable(out, getmetatable(v))
+end
+_M.materialize = materialize
+
+-- The proxy (or scalar) for the root of a parsed document.
+function _M.root(doc)
+    C.qjson_get(doc.ptr, 0, nil, 0, value)
+    local cell = value[0]
+    local t = cell.type
+    if t == T_OBJECT or t == T_ARRAY then
+        return new_proxy(doc, 0, t, nil)
+    end
+    return convert(nil, cell)
+end
+
+return _M
