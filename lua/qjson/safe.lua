@@ -5,18 +5,23 @@
 local qjson = require("qjson")
 
 local parse = qjson._parse
+local decode = qjson._decode
+local encode = qjson.encode
+local ipairs = ipairs
 local pcall = pcall
 
 -- An option function that returns nil, err for a bad value instead of
 -- raising. The message has no position: the error is raised at level 2,
 -- which is pcall here.
 local function safe_option(set)
-    return function(v)
-        local ok, current = pcall(set, v)
+    local function results(ok, ...)
         if not ok then
-            return nil, current
+            return nil, (...)
         end
-        return current
+        return ...
+    end
+    return function(...)
+        return results(pcall(set, ...))
     end
 end
 
@@ -26,11 +31,41 @@ local _M = {
     decode_max_depth = safe_option(qjson.decode_max_depth),
     duplicate_keys = safe_option(qjson.duplicate_keys),
     kernel = qjson.kernel,
+    materialize = qjson.materialize,
+    len = qjson.len,
+    pairs = qjson.pairs,
+    ipairs = qjson.ipairs,
+    array_mt = qjson.array_mt,
+    empty_array_mt = qjson.empty_array_mt,
+    empty_array = qjson.empty_array,
 }
+for _, name in ipairs({ "encode_number_precision", "encode_sparse_array",
+                        "encode_escape_forward_slash", "encode_empty_table_as_object",
+                        "encode_max_depth" }) do
+    _M[name] = safe_option(qjson[name])
+end
 
 function _M.parse(text, opts)
     local d, err = parse(text, opts, true)
     return d, err
+end
+
+function _M.decode(text, opts)
+    local v, err = decode(text, opts)
+    if v == nil then
+        return nil, err
+    end
+    return v
+end
+
+-- Returns nil, err where qjson.encode raises (unsupported values, NaN,
+-- excessive nesting), like cjson.safe.encode.
+function _M.encode(v)
+    local ok, out = pcall(encode, v)
+    if not ok then
+        return nil, out
+    end
+    return out
 end
 
 return _M

@@ -1,0 +1,184 @@
+-- qjson.decode: lazy proxies, their reads, writes and iteration, and
+-- qjson.encode's passthrough of what was not changed.
+
+local qjson = require("qjson")
+local safe = require("qjson.safe")
+local cjson = require("cjson")
+
+local CHAT = [[{
+  "model": "gpt-4o",
+  "temperature": 0.7,
+  "stream": false,
+  "tool_choice": null,
+  "usage": { "total_tokens": 9007199254740993 },
+  "messages": [
+    { "role": "system", "content": [ { "type": "text", "text": "be brief" } ] },
+    { "role": "user", "content": [ { "type": "text", "text": "caf\u00e9" } ] }
+  ]
+}]]
+
+local function keys_of(t)
+    local out = {}
+    for k in qjson.pairs(t) do
+        out[#out + 1] = k
+    end
+    return out
+end
+
+describe("qjson.decode", function()
+    describe("reads", function()
+        it("gives tables for containers and Lua values for scalars", function()
+            local t = qjson.decode(CHAT)
+            assert.equal("table", type(t))
+            assert.equal("gpt-4o", t.model)
+            assert.equal(0.7, t.temperature)
+            assert.is_false(t.stream)
+            assert.equal(qjson.null, t.tool_choice)
+            assert.equal(cjson.null, t.tool_choice)
+            assert.equal("caf\xc3\xa9", t.messages[2].content[1].text)
+            assert.is_nil(t.missing)
+            assert.is_nil(t.messages[3])
+            assert.is_nil(t.messages[0])
+            assert.is_nil(t.messages.x)
+            assert.is_nil(t[1])
+        end)
+        it("caches nested proxies", function()
+            local t = qjson.decode(CHAT)
+            assert.equal(t.messages, t.messages)
+            assert.equal(t.messages[1], t.messages[1])
+        end)
+        it("decodes a scalar root to the scalar", function()
+            assert.equal(5, qjson.decode(" 5 "))
+            assert.equal("s", qjson.decode('"s"'))
+            assert.is_false(qjson.decode("false"))
+            assert.equal(qjson.null, qjson.decode("null"))
+        end)
+        it("validates like qjson.parse and raises the same errors", function()
+            local ok, err = pcall(qjson.decode, '{"a":1,}')
+            assert.is_false(ok)
+            assert.equal("qjson: unexpected character '}' at byte 7, expected a string key", err)
+            local v, e = safe.decode("[1,")
+            assert.is_nil(v)
+            assert.matches("^qjson: unexpected end of input at byte 3", e)
+            assert.has_error(function() qjson.decode(nil) end,
+                             "bad argument #1 to 'decode' (string expected, got nil)")
+            assert.has_error(function() qjson.decode("1", { lazy = 1 }) end,
+                             "qjson: lazy must be a boolean")
+        end)
+        it("exposes no internal state through the table", function()
+            local t = qjson.decode('{"_doc":1,"__index":2,"cache":3,"_cur":4,"set":5}')
+            assert.equal(1, t._doc)
+            assert.equal(2, t.__index)
+            assert.equal(3, t.cache)
+            assert.equal(4, t._cur)
+            assert.is_nil(next(t))
+            assert.is_nil(rawget(t, "_doc"))
+            assert.is_false(getmetatable(t))
+            t._doc = "mine"
+            assert.equal("mine", t._doc)
+            assert.equal('{"_doc":"mine","__index":2,"cache":3,"_cur":4,"set":5}',
+                         qjson.encode(t))
+        end)
+        it("iterates in document order, last duplicate winning", function()
+            local t = qjson.decode('{"b":1,"a":2,"mod\\u0065l":"x","b":3}')
+            assert.same({ "a", "model", "b" }, keys_of(t))
+            assert.equal(3, t.b)
+            assert.equal(3, qjson.len(t))
+            local n = 0
+            for i, v in qjson.ipairs(qjson.decode("[10,20,30]")) do
+                n = n + 1
+                assert.equal(i * 10, v)
+            end
+            assert.equal(3, n)
+        end)
+        it("rejects duplicates under duplicate_keys = \"error\"", function()
+            local v, err = safe.decode('{"a":1,"a":2}', { duplicate_keys = "error" })
+            assert.is_nil(v)
+            assert.equal('qjson: duplicate key "a" at byte 7', err)
+        end)
+    end)
+
+    describe("writes", function()
+        it("replace, add and delete at any depth", function()
+            local t = qjson.decode(CHAT)
+            t.model = "gpt-4o-mini"
+            t.messages[2].content[1].text = "tea"
+            t.seed = 42
+            t.stream = nil
+            assert.equal("gpt-4o-mini", t.model)
+            assert.equal("tea", t.messages[2].content[1].text)
+            assert.equal(42, t.seed)
+            assert.is_nil(t.stream)
+            assert.same({ "model", "temperature", "tool_choice", "usage", "messages", "seed" },
+                        keys_of(t))
+            local out = qjson.encode(t)
+            local back = cjson.decode(out)
+            assert.equal("gpt-4o-mini", back.model)
+            assert.equal("tea", back.messages[2].content[1].text)
+            assert.equal(42, back.seed)
+            assert.is_nil(back.stream)
+            -- Untouched values keep their exact spelling.
+            assert.truthy(out:find('"usage": { "total_tokens": 9007199254740993 }', 1, true))
+            assert.truthy(out:find('{ "type": "text", "text": "be brief" }', 1, true))
+        end)
+        it("deleting a duplicated key removes every occurrence", function()
+            local t = qjson.decode('{"model":"a","x":1,"model":"b"}')
+            t.model = nil
+            assert.equal('{"x":1}', qjson.encode(t))
+            t = qjson.decode('{"model":"a","x":1,"model":"b"}')
+            t.model = "c"
+            assert.equal('{"x":1,"model":"c"}', qjson.encode(t))
+        end)
+        it("appends to arrays and shortens them", function()
+            local t = qjson.decode('{"a": [1, 2]}')
+            t.a[3] = { k = true }
+            assert.equal('{"a": [1, 2,{"k":true}]}', qjson.encode(t))
+            t.a[3] = nil
+            t.a[2] = nil
+            assert.equal('{"a": [1]}', qjson.encode(t))
+            assert.equal(1, qjson.len(t.a))
+            assert.has_error(function() t.a[5] = 1 end)
+        end)
+        it("accepts plain tables and other proxies as values", function()
+            local t = qjson.decode('{"a":{"x":1},"b":[true]}')
+            local other = qjson.decode('{"o": "from another document"}')
+            t.a = other
+            t.b[1] = { 1, 2 }
+            assert.equal('{"a":{"o": "from another document"},"b":[[1,2]]}', qjson.encode(t))
+        end)
+    end)
+
+    describe("encode passthrough", function()
+        it("returns an untouched document's exact text", function()
+            local t = qjson.decode(CHAT)
+            local _ = t.messages[1].content
+            assert.equal(CHAT, qjson.encode(t))
+            assert.equal('{ "total_tokens": 9007199254740993 }', qjson.encode(t.usage))
+        end)
+        it("mixes plain tables and proxies", function()
+            local t = qjson.decode('{"a" : [1,2]}')
+            assert.equal('[{"a" : [1,2]},[1,2]]', qjson.encode({ t, t.a }))
+        end)
+    end)
+
+    describe("materialize and eager decode", function()
+        it("match cjson.decode", function()
+            local t = qjson.materialize(qjson.decode(CHAT))
+            assert.is_nil(getmetatable(t))
+            assert.same(cjson.decode(CHAT), t)
+            assert.same(cjson.decode(CHAT), qjson.decode(CHAT, { lazy = false }))
+        end)
+        it("mark empty arrays so they re-encode as []", function()
+            local t = qjson.decode('{"a":[],"b":{}}', { lazy = false })
+            assert.equal(qjson.empty_array_mt, getmetatable(t.a))
+            assert.equal('[]', qjson.encode(t.a))
+            assert.equal('{}', qjson.encode(t.b))
+        end)
+        it("apply changes made through proxies", function()
+            local t = qjson.decode('{"a":[1,2],"b":{"c":1}}')
+            t.b.c = 2
+            t.a[3] = 3
+            assert.same({ a = { 1, 2, 3 }, b = { c = 2 } }, qjson.materialize(t))
+        end)
+    end)
+end)
