@@ -95,6 +95,60 @@ read["qjson.parse"] = function(s)
     return chat_digest(doc:get_str("model"), doc:get_f64("temperature"), texts)
 end
 
+read["qjson.decode"] = function(s)
+    local t = qjson.decode(s)
+    local texts = 0
+    local messages = t.messages
+    for i = 1, qjson.len(messages) do
+        texts = texts + #messages[i].content[1].text
+    end
+    return chat_digest(t.model, t.temperature, texts)
+end
+
+-- Decode and re-encode unchanged; then with one change of each kind. The
+-- check value is the output's length (cjson's output differs in bytes:
+-- key order and spacing; compared by length after the same change).
+local roundtrip = {
+    cjson = function(s) return #cjson.encode(cjson.decode(s)) > 0 end,
+    ["qjson.decode"] = function(s) return #qjson.encode(qjson.decode(s)) > 0 end,
+}
+local modify_model = {
+    cjson = function(s)
+        local t = cjson.decode(s)
+        t.model = "gpt-4o-mini"
+        return cjson.decode(cjson.encode(t)).model == "gpt-4o-mini"
+    end,
+    ["qjson.decode"] = function(s)
+        local t = qjson.decode(s)
+        t.model = "gpt-4o-mini"
+        return #qjson.encode(t) == #s + 5
+    end,
+}
+local add_field = {
+    cjson = function(s)
+        local t = cjson.decode(s)
+        t.user = "u-1"
+        return #cjson.encode(t) > 0
+    end,
+    ["qjson.decode"] = function(s)
+        local t = qjson.decode(s)
+        t.user = "u-1"
+        return #qjson.encode(t) == #s + 13
+    end,
+}
+local modify_nested = {
+    cjson = function(s)
+        local t = cjson.decode(s)
+        t.messages[1].content[1].text = "redacted"
+        return #cjson.encode(t) > 0
+    end,
+    ["qjson.decode"] = function(s)
+        local t = qjson.decode(s)
+        t.messages[1].content[1].text = "redacted"
+        return #qjson.encode(t) > 0
+    end,
+}
+
 -- A full validating parse with nothing read (qjson) against a full decode.
 local parse = {
     cjson = function(s)
@@ -116,7 +170,13 @@ for _, rung in ipairs(payloads.ladder) do
     scenarios[#scenarios + 1] = {
         name = "chat " .. rung[1],
         payload = function() return payloads.chat(rung[2]) end,
-        workloads = { { "read model, temperature, texts", read } },
+        workloads = {
+            { "read model, temperature, texts", read },
+            { "decode + encode unmodified", roundtrip },
+            { "modify model + encode", modify_model },
+            { "add a field + encode", add_field },
+            { "modify a nested field + encode", modify_nested },
+        },
     }
 end
 local corpus_dir = (os.getenv("QJSON_DATA") or "../shared/data") .. "/corpus/"
@@ -133,7 +193,7 @@ for _, name in ipairs({ "twitter", "citm_catalog", "canada" }) do
     }
 end
 
-local LIBRARIES = { "cjson", "simdjson", "qjson.parse" }
+local LIBRARIES = { "cjson", "simdjson", "qjson.parse", "qjson.decode" }
 
 -- Runs `fn(s)` and returns ops/s (median, min, max), the heap growth in KB.
 local function measure(fn, s)
