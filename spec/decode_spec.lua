@@ -161,6 +161,33 @@ describe("qjson.decode", function()
         end)
     end)
 
+    describe("memory", function()
+        it("stays bounded when proxies of many documents are dropped", function()
+            local function churn(n)
+                for _ = 1, n do
+                    local t = qjson.decode(CHAT)
+                    local m = t.messages
+                    for i = 1, qjson.len(m) do
+                        local _ = m[i].content[1].text
+                    end
+                end
+                collectgarbage()
+                collectgarbage()
+                collectgarbage()
+                return collectgarbage("count")
+            end
+            local warm = churn(2000)
+            -- Each decode makes 8 proxies: a leak of any of them would add
+            -- megabytes here.
+            assert.is_true(churn(20000) < warm + 1024)
+        end)
+        it("keeps the whitespace around the root of a changed document", function()
+            local t = qjson.decode(' \n{"a":1}\n ')
+            t.a = 2
+            assert.equal(' \n{"a":2}\n ', qjson.encode(t))
+        end)
+    end)
+
     describe("materialize and eager decode", function()
         it("match cjson.decode", function()
             local t = qjson.materialize(qjson.decode(CHAT))

@@ -41,7 +41,13 @@ local _M = {}
 
 -- proxy -> state. Weak keys: a proxy nobody references is collected with
 -- its state; the state keeps the document (and so the text) alive.
+--
+-- LuaJIT marks the values of a weak-keyed table strongly, so no state may
+-- lead back to its own proxy, or neither is ever collected. A parent's
+-- state holds its children (its cache), so the link from a child to its
+-- parent lives apart, weak on both sides: state -> parent state.
 local STATE = setmetatable({}, { __mode = "k" })
+local PARENT = setmetatable({}, { __mode = "kv" })
 _M.STATE = STATE
 
 -- Cached in place of a value that was deleted.
@@ -62,8 +68,10 @@ local ObjectMT, ArrayMT = {}, {}
 
 local function new_proxy(doc, cursor, kind, parent)
     local proxy = setmetatable({}, kind == T_OBJECT and ObjectMT or ArrayMT)
-    local st = { doc = doc, cur = cursor, kind = kind, cache = {}, parent = parent,
-                 dirty = false }
+    local st = { doc = doc, cur = cursor, kind = kind, cache = {}, dirty = false }
+    if parent then
+        PARENT[st] = parent
+    end
     if kind == T_ARRAY then
         C.qjson_len(doc.ptr, cursor, nil, 0, value)
         local n = tonumber(value[0].len)
@@ -125,7 +133,7 @@ end
 local function mark_dirty(st)
     while st and not st.dirty do
         st.dirty = true
-        st = st.parent
+        st = PARENT[st]
     end
 end
 
