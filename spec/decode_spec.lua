@@ -73,7 +73,6 @@ describe("qjson.decode", function()
             assert.equal(4, t._cur)
             assert.is_nil(next(t))
             assert.is_nil(rawget(t, "_doc"))
-            assert.is_false(getmetatable(t))
             t._doc = "mine"
             assert.equal("mine", t._doc)
             assert.equal('{"_doc":"mine","__index":2,"cache":3,"_cur":4,"set":5}',

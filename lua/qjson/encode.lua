@@ -16,7 +16,7 @@ local lazy = require("qjson.lazy")
 local C = qffi.C
 local value = qffi.value
 local null = qffi.null
-local STATE = lazy.STATE
+local state_of = lazy.state_of
 local DELETED = lazy.DELETED
 local empty_array_mt = lazy.empty_array_mt
 local source_members = lazy.source_members
@@ -228,7 +228,7 @@ local function span(st, base, cursor)
 end
 
 local function is_dirty_proxy(v)
-    local st = STATE[v]
+    local st = state_of(v)
     return st ~= nil and st.dirty
 end
 
@@ -384,7 +384,7 @@ function put_value(v, depth)
     elseif t == "boolean" then
         buf:put(v and "true" or "false")
     elseif t == "table" then
-        local st = STATE[v]
+        local st = state_of(v)
         if st then
             put_proxy(v, st, depth + 1)
         else
@@ -405,7 +405,7 @@ end
 -- Encodes v into buf; a whole document keeps the whitespace around its
 -- root value, so an untouched one round-trips byte for byte.
 local function put_top(v)
-    local st = STATE[v]
+    local st = state_of(v)
     if st and st.cur == 0 then
         local base = ffi_cast("const char *", st.doc.src)
         local from, to = span(st, base, 0)
@@ -420,7 +420,7 @@ local function put_top(v)
 end
 
 function _M.encode(v)
-    local st = STATE[v]
+    local st = state_of(v)
     if st and not st.dirty and st.cur == 0 then
         -- An untouched whole document is its own text.
         return st.doc.src

@@ -1,8 +1,8 @@
 -- Lazy decode: cjson-shaped tables that read the document on demand.
 --
--- A proxy is an empty Lua table with a shared metatable; everything about
--- it (its document, cursor, cache and changes) lives in the weak-keyed
--- STATE table, so no JSON key can collide with internal fields and
+-- A proxy is an empty Lua table whose metatable holds everything about
+-- it (its document, cursor, cache and changes), so no JSON key can
+-- collide with internal fields and
 -- `next`, `rawget` or iteration see nothing but data. Values are read
 -- from the native index the first time they are asked for and cached;
 -- containers come back as proxies of their own, cached too, so
@@ -22,6 +22,8 @@ local null = qffi.null
 local ffi_string = ffi.string
 local ffi_new = ffi.new
 local setmetatable = setmetatable
+local getmetatable = getmetatable
+local rawget = rawget
 local type = type
 local next = next
 local tonumber = tonumber
@@ -39,16 +41,23 @@ local T_OBJECT = C.QJSON_TYPE_OBJECT
 
 local _M = {}
 
--- proxy -> state. Weak keys: a proxy nobody references is collected with
--- its state; the state keeps the document (and so the text) alive.
---
--- LuaJIT marks the values of a weak-keyed table strongly, so no state may
--- lead back to its own proxy, or neither is ever collected. A parent's
--- state holds its children (its cache), so the link from a child to its
--- parent lives apart, weak on both sides: state -> parent state.
-local STATE = setmetatable({}, { __mode = "k" })
-local PARENT = setmetatable({}, { __mode = "kv" })
-_M.STATE = STATE
+-- A proxy's state is its metatable: the metamethods plus the document,
+-- cursor, cache and changes, marked with IS_PROXY. Keeping it there, and
+-- not in a side table keyed by proxy, lets the collector free a dropped
+-- tree: LuaJIT marks the values of a weak-keyed table strongly, and a
+-- parent's state holds its children, so a side table would keep every
+-- proxy it ever saw alive.
+local IS_PROXY = {}
+
+-- The state of v if it is a proxy, else nil.
+local function state_of(v)
+    local mt = getmetatable(v)
+    if type(mt) == "table" and rawget(mt, IS_PROXY) then
+        return mt
+    end
+    return nil
+end
+_M.state_of = state_of
 
 -- Cached in place of a value that was deleted.
 local DELETED = setmetatable({}, { __tostring = function() return "qjson.deleted" end })
@@ -67,17 +76,17 @@ local items_out = ffi_new("const qjson_item *[1]")
 local ObjectMT, ArrayMT = {}, {}
 
 local function new_proxy(doc, cursor, kind, parent)
-    local proxy = setmetatable({}, kind == T_OBJECT and ObjectMT or ArrayMT)
-    local st = { doc = doc, cur = cursor, kind = kind, cache = {}, dirty = false }
-    if parent then
-        PARENT[st] = parent
-    end
+    local mt = kind == T_OBJECT and ObjectMT or ArrayMT
+    local st = { __index = mt.__index, __newindex = mt.__newindex, __len = mt.__len,
+                 __pairs = mt.__pairs, __ipairs = mt.__ipairs, [IS_PROXY] = true,
+                 doc = doc, cur = cursor, kind = kind, cache = {}, dirty = false,
+                 parent = parent }
+    local proxy = setmetatable({}, st)
     if kind == T_ARRAY then
         C.qjson_len(doc.ptr, cursor, nil, 0, value)
         local n = tonumber(value[0].len)
         st.n, st.n0 = n, n
     end
-    STATE[proxy] = st
     return proxy
 end
 
@@ -100,7 +109,7 @@ local function convert(st, cell)
 end
 
 function ObjectMT.__index(proxy, key)
-    local st = STATE[proxy]
+    local st = getmetatable(proxy)
     local cache = st.cache
     local v = cache[key]
     if v ~= nil then
@@ -115,7 +124,7 @@ function ObjectMT.__index(proxy, key)
 end
 
 function ArrayMT.__index(proxy, i)
-    local st = STATE[proxy]
+    local st = getmetatable(proxy)
     local cache = st.cache
     local v = cache[i]
     if v ~= nil then
@@ -133,7 +142,7 @@ end
 local function mark_dirty(st)
     while st and not st.dirty do
         st.dirty = true
-        st = PARENT[st]
+        st = st.parent
     end
 end
 
@@ -146,7 +155,7 @@ function ObjectMT.__newindex(proxy, key, v)
     if key == nil then
         error("table index is nil", 2)
     end
-    local st = STATE[proxy]
+    local st = getmetatable(proxy)
     local set = st.set
     if not set then
         set = {}
@@ -170,7 +179,7 @@ function ObjectMT.__newindex(proxy, key, v)
 end
 
 function ArrayMT.__newindex(proxy, i, v)
-    local st = STATE[proxy]
+    local st = getmetatable(proxy)
     if type(i) ~= "number" or i < 1 or i ~= math_floor(i) or i > st.n + 1 then
         error("qjson: array index " .. tostring(i) .. " is out of range 1.." .. (st.n + 1)
               .. " (arrays grow by one at the end)", 2)
@@ -227,7 +236,7 @@ _M.member = member
 -- Iterates an object proxy: source members in document order (the one
 -- "last wins" reads for a repeated key), then added keys in order.
 local function object_pairs(proxy)
-    local st = STATE[proxy]
+    local st = getmetatable(proxy)
     local entries = source_members(st, false)
     local i, added_i = 0, 0
     return function()
@@ -276,28 +285,26 @@ local function proxy_len(st, proxy)
     return n
 end
 
-function ObjectMT.__len(proxy) return proxy_len(STATE[proxy], proxy) end
-function ArrayMT.__len(proxy) return STATE[proxy].n end
+function ObjectMT.__len(proxy) return proxy_len(getmetatable(proxy), proxy) end
+function ArrayMT.__len(proxy) return getmetatable(proxy).n end
 ObjectMT.__pairs = object_pairs
 ArrayMT.__pairs = array_pairs
 ArrayMT.__ipairs = array_pairs
 ObjectMT.__ipairs = function() return next, {}, nil end
-ObjectMT.__metatable = false
-ArrayMT.__metatable = false
 
 function _M.is_proxy(v)
-    return STATE[v] ~= nil
+    return state_of(v) ~= nil
 end
 
 -- qjson.len(v): #v for a plain table, the element or key count of a proxy.
 function _M.len(v)
-    local st = STATE[v]
+    local st = state_of(v)
     if st then return proxy_len(st, v) end
     return #v
 end
 
 function _M.pairs(v)
-    local st = STATE[v]
+    local st = state_of(v)
     if st then
         if st.kind == T_OBJECT then return object_pairs(v) end
         return array_pairs(v)
@@ -306,8 +313,9 @@ function _M.pairs(v)
 end
 
 function _M.ipairs(v)
-    if STATE[v] then
-        if STATE[v].kind == T_ARRAY then return array_pairs(v) end
+    local st = state_of(v)
+    if st then
+        if st.kind == T_ARRAY then return array_pairs(v) end
         return next, {}, nil
     end
     return ipairs(v)
@@ -393,7 +401,7 @@ end
 -- same text (plus empty_array_mt on empty arrays), with any changes made
 -- through proxies applied.
 local function materialize(v)
-    local st = STATE[v]
+    local st = state_of(v)
     if st then
         if not st.dirty then
             return _M.tape_value(st.doc, st.cur)
