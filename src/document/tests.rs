@@ -245,7 +245,10 @@ fn pooled_documents_parse_without_new_allocations() {
 
 /// The decoded keys `members` reports, with each member's raw value.
 fn member_list(d: &mut Document<'_>, obj: u32) -> Vec<(String, String)> {
-    assert_eq!(d.members(obj, true).unwrap().len(), d.tree().count(obj) as usize);
+    assert_eq!(
+        d.members(obj, true).unwrap().len(),
+        d.tree().count(obj) as usize
+    );
     let keys = d.members(obj, false).unwrap().to_vec();
     keys.into_iter()
         .map(|k| {
