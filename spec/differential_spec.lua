@@ -39,6 +39,15 @@ local function show(v)
     return tostring(v)
 end
 
+-- Where two strings first differ, with some bytes of each around it.
+local function difference(a, b)
+    if type(a) ~= "string" or type(b) ~= "string" then return show(a) .. " vs " .. show(b) end
+    local i = 1
+    while i <= #a and a:byte(i) == b:byte(i) do i = i + 1 end
+    return ("at byte %d: %s vs %s"):format(i, show(a:sub(math.max(1, i - 20), i + 30)),
+                                           show(b:sub(math.max(1, i - 20), i + 30)))
+end
+
 local function normalize(v)
     if v == HOLE or v == cjson.null then return null end
     return v
@@ -102,7 +111,7 @@ describe("decoding agrees with cjson.decode", function()
     end)
 
     -- The text and cjson's decoding (nil, message when cjson fails).
-    local function load(file)
+    local function load_file(file)
         if not file.text then
             file.text = helper.read(file.path)
             local ok, v = pcall(cjson.decode, file.text)
@@ -114,17 +123,17 @@ describe("decoding agrees with cjson.decode", function()
     for _, file in ipairs(files) do
         describe(file.label, function()
             it("materialize(decode(s)) deep-equals cjson.decode(s)", function()
-                local s, ok, expected = load(file)
+                local s, ok, expected = load_file(file)
                 if not ok then return pending("cjson cannot decode it: " .. expected) end
                 assert_deep_equal(expected, qjson.materialize(qjson.decode(s)))
             end)
             it("decode(s, {lazy = false}) deep-equals cjson.decode(s)", function()
-                local s, ok, expected = load(file)
+                local s, ok, expected = load_file(file)
                 if not ok then return pending("cjson cannot decode it: " .. expected) end
                 assert_deep_equal(expected, qjson.decode(s, { lazy = false }))
             end)
             it("encode(decode(s)) is the source text", function()
-                local s = load(file)
+                local s = load_file(file)
                 assert.equal(s, qjson.encode(qjson.decode(s)))
             end)
         end)
@@ -157,7 +166,10 @@ local SPECIAL_NUMBERS = { 0, -0.0, 1, -1, 0.1, 0.5, 1 / 3, 2 ^ 53, 2 ^ 53 + 2, -
                           2 ^ 63, -2 ^ 63, 2 ^ 64, 1e15, 1e16, 1e17, 123456789012345678,
                           1e300, -1e300, 1.7976931348623157e308, 2.2250738585072014e-308,
                           4.9406564584124654e-324, 1e-5, 1e-7, 123.456, 99999999999999,
-                          999999999999999, 0.000001, 1e21, 1e22 }
+                          999999999999999, 0.000001, 1e21, 1e22,
+                          -- Halfway between two 14-digit decimals.
+                          440103099353365, -440103099353365, 24064909824598.5,
+                          604256559640.625, 12345678901234.5, 0.5, 2.5 }
 
 -- Any finite number: small and large integers, floats of every magnitude.
 local function random_number()
@@ -212,6 +224,10 @@ local function random_table(depth)
         for _ = 1, random(1, 6) do t[random_string(6, true)] = random_value(depth) end
     else
         -- An object with number keys: cjson writes them with "%.14g".
+        -- (Not integer keys >= 2^31: cjson stores the largest index in an
+        -- int, and what it makes of {[2^31] = 1} depends on how the C
+        -- compiler converts an out-of-range double; on x86-64 it writes
+        -- {"2147483648":1}, where qjson refuses an excessively sparse array.)
         local keys = { 0, -1, 1.5, 2 ^ 31 - 1, -2 ^ 40, 1e-3, 1, 2, "1", "k" }
         for _ = 1, random(1, 4) do t[keys[random(#keys)]] = random_value(depth) end
         t[random() < 0.5 and 0.25 or "x"] = true
@@ -243,12 +259,46 @@ describe("encode agrees with cjson.encode", function()
                 local v = random_value()
                 local expected = cjson.encode(v)
                 local ok, got = pcall(qjson.encode, v)
-                assert(ok and got == expected,
-                       ("seed %d value %d: cjson %s, qjson %s"):format(seed, i, show(expected),
-                                                                    show(got)))
+                assert(ok and got == expected, ("seed %d value %d: cjson and qjson differ %s")
+                                               :format(seed, i, difference(expected, got)))
             end
         end)
     end
+
+    it("rounds numbers halfway between two 14-digit decimals to even, as cjson does", function()
+        -- cjson prints with the C library's snprintf, which rounds to even;
+        -- LuaJIT's own "%.14g" rounds these up.
+        assert.equal("4.4010309935336e+14", qjson.encode(440103099353365))
+        assert.equal("[24064909824598,604256559640.62,-12345678901234]",
+                     qjson.encode({ 24064909824598.5, 604256559640.625, -12345678901234.5 }))
+        -- Every precision cjson accepts, on numbers that are often halfway:
+        -- large integers, short binary fractions, decimals ending in 5.
+        math.randomseed(99)
+        local ok, err = pcall(function()
+            for precision = 1, 14 do
+                cjson.encode_number_precision(precision)
+                qjson.encode_number_precision(precision)
+                for i = 1, 300 do
+                    local r = random(3)
+                    local x
+                    if r == 1 then
+                        x = math.floor((random() - 0.5) * 10 ^ random(1, 18))
+                    elseif r == 2 then
+                        x = math.floor((random() - 0.5) * 2 ^ 40) / 2 ^ random(1, 30)
+                    else
+                        local digits = math.floor(random() * 10 ^ random(1, 16))
+                        x = (digits * 10 + 5) / 10 ^ random(0, 20)
+                    end
+                    local expected, got = cjson.encode(x), qjson.encode(x)
+                    assert(expected == got, ("precision %d, value %d (%.17g): cjson %s, qjson %s")
+                                            :format(precision, i, x, expected, got))
+                end
+            end
+        end)
+        cjson.encode_number_precision(14)
+        qjson.encode_number_precision(14)
+        assert(ok, err)
+    end)
 
     it("encodes sparse arrays up to cjson's limit as arrays with nulls", function()
         for _, t in ipairs({ { [10] = 1 }, { [2] = 1 }, { 1, nil, 3 },
@@ -280,12 +330,19 @@ describe("encode agrees with cjson.encode", function()
         { "an excessively sparse array", { [11] = 1 } },
         { "an excessively sparse nested array", { x = { 1, [30] = 2 } } },
         { "a cycle", cycle },
+        { "a cycle through a proxy", "proxy cycle" },
         { "1001 nested tables", deep },
     }
     for _, case in ipairs(refused) do
         it("fails as cjson does for " .. case[1], function()
-            local cok, cerr = pcall(cjson.encode, case[2])
-            local qok, qerr = pcall(qjson.encode, case[2])
+            local plain, value = case[2], case[2]
+            if value == "proxy cycle" then
+                local s = '{"a": {"b": [1]}}'
+                plain, value = cjson.decode(s), qjson.decode(s)
+                plain.a.b[2], value.a.b[2] = plain, value
+            end
+            local cok, cerr = pcall(cjson.encode, plain)
+            local qok, qerr = pcall(qjson.encode, value)
             assert.is_false(cok)
             assert.is_false(qok)
             -- cjson's messages carry no position; qjson's neither.
@@ -392,7 +449,9 @@ local function write_json(node)
         end
     end
     write(node, 0)
-    return table.concat(out)
+    -- Whitespace around the root value, which is kept too.
+    local around = { "", "", " ", "\n", "\r\n\t " }
+    return around[random(#around)] .. table.concat(out) .. around[random(#around)]
 end
 
 local BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -615,24 +674,33 @@ local function mutate(p, m, path, touched)
             local i = random(n)
             local v, mv, what = random_write()
             p[i], m[i] = v, mv
+            assert(rawequal(p[i], v), "reads back another value")
             touch(i)
             return ("[%d] = %s"):format(i, what)
         elseif r < 0.6 then
             local v, mv, what = random_write()
             p[n + 1], m[n + 1] = v, mv
+            assert(rawequal(p[n + 1], v) and qjson.len(p) == n + 1, "append not seen")
             touch(n + 1)
             return ("append [%d] = %s"):format(n + 1, what)
         elseif n > 0 and r < 0.75 then
             p[n] = nil
             m[n] = nil
             while #m > 0 and m[#m] == HOLE do m[#m] = nil end
+            assert(p[n] == nil and qjson.len(p) == #m, "the removed element is still there")
             touch(n)
             return ("[%d] = nil (last)"):format(n)
-        elseif n > 1 and r < 0.9 then
+        elseif n > 1 and r < 0.85 then
             local i = random(n - 1)
             p[i], m[i] = nil, HOLE
+            assert(p[i] == nil and qjson.len(p) == n, "the hole reads as a value")
             touch(i)
             return ("[%d] = nil (hole)"):format(i)
+        elseif r < 0.9 then
+            p[n + 1] = nil
+            assert(qjson.len(p) == n, "appending nil changed the length")
+            touch(n + 1)
+            return ("[%d] = nil (past the end)"):format(n + 1)
         end
         local kids = proxy_children(p, 30)
         if #kids > 0 and n > 0 then
@@ -647,21 +715,30 @@ local function mutate(p, m, path, touched)
     end
     local keys = {}
     for k in qjson.pairs(p) do keys[#keys + 1] = k end
+    local count = 0
+    for _ in next, m do count = count + 1 end
+    assert(#keys == count and qjson.len(p) == count,
+           ("%d keys, length %d, model has %d"):format(#keys, qjson.len(p), count))
     if #keys > 0 and r < 0.45 then
         local k = keys[random(#keys)]
         local v, mv, what = random_write()
         p[k], m[k] = v, mv
+        assert(rawequal(p[k], v), "reads back another value")
         touch(k)
         return ("[%s] = %s"):format(show(k), what)
-    elseif #keys > 0 and r < 0.65 then
-        local k = keys[random(#keys)]
+    elseif r < 0.65 then
+        -- Mostly a key that is there, sometimes one that may not be.
+        local k = (#keys > 0 and random() < 0.8) and keys[random(#keys)]
+                  or NEW_KEYS[random(#NEW_KEYS)]
         p[k], m[k] = nil, nil
+        assert(p[k] == nil, "the deleted key still reads as a value")
         touch(k)
         return ("[%s] = nil"):format(show(k))
     elseif r < 0.9 then
         local k = random() < 0.5 and NEW_KEYS[random(#NEW_KEYS)] or random_text()
         local v, mv, what = random_write()
         p[k], m[k] = v, mv
+        assert(rawequal(p[k], v), "reads back another value")
         touch(k)
         return ("[%s] = %s (add)"):format(show(k), what)
     end
@@ -687,9 +764,11 @@ end
 local function run_mutations(text, seed, rounds, donor_texts, unique_keys)
     donors = donor_texts
     local proxy, model = qjson.decode(text), cjson.decode(text)
+    assert(is_proxy(proxy) and next(model) ~= nil, "the document is not a non-empty object")
     local doc = qjson.parse(text)
     local sources = {}
     for k in next, model do sources[k] = doc:raw(pointer(k)) end
+    local lead, trail = text:match("^[ \t\r\n]*"), text:match("[ \t\r\n]*$")
     local touched, log = {}, {}
     local function context(round, step)
         return ("seed %d, round %d, step %d; writes so far:\n  %s\n"):format(
@@ -720,6 +799,8 @@ local function run_mutations(text, seed, rounds, donor_texts, unique_keys)
             local ok_unique, err = pcall(qjson.parse, out, { duplicate_keys = "error" })
             assert(ok_unique, where .. tostring(err))
         end
+        assert(out:sub(1, #lead) == lead and out:sub(#out - #trail + 1) == trail,
+               where .. "the whitespace around the root changed")
         for k, raw in next, sources do
             if not touched[k] then
                 assert(out:find(raw, 1, true),

@@ -58,6 +58,7 @@ _M.empty_array = empty_array
 local config = {
     number_precision = 14,
     number_format = "%.14g",
+    exact_integers = 1e14, -- integers below 10^number_precision print exactly
     sparse_convert = false,
     sparse_ratio = 2,
     sparse_safe = 10,
@@ -98,15 +99,46 @@ local function put_string(s)
     buf:put('"', escaped, '"')
 end
 
+-- cjson formats numbers with the C library's snprintf, which rounds a
+-- value exactly halfway between two candidates to even (440103099353365
+-- is "4.4010309935336e+14"); LuaJIT's own formatter (buf:put, putf)
+-- rounds it up ("...37e+14") but agrees everywhere else. Only two kinds
+-- of number can be halfway at a precision of at most 16 digits, and only
+-- those go to snprintf: integers of more than `precision` digits, and
+-- fractions of at most 24 bits (a finer one has 18 or more significant
+-- digits: its odd numerator times 5^k, k > 24).
+pcall(ffi.cdef, "int snprintf(char *str, size_t size, const char *format, ...);")
+local libc = ffi.C
+local NUMBER_MAX = 32
+
 local function put_number(n)
     if n ~= n or n == huge or n == -huge then
         fail("number", "must not be NaN or Inf")
     end
-    if config.number_precision == 14 then
-        buf:put(n) -- LuaJIT formats numbers with "%.14g"
+    local fast
+    if n == math_floor(n) then
+        fast = n < config.exact_integers and n > -config.exact_integers
     else
-        buf:putf(config.number_format, n)
+        fast = (n * 16777216) % 1 ~= 0
     end
+    if fast then
+        if config.number_precision == 14 then
+            buf:put(n) -- LuaJIT formats numbers with "%.14g"
+        else
+            buf:putf(config.number_format, n)
+        end
+        return
+    end
+    local p = buf:reserve(NUMBER_MAX)
+    local len = libc.snprintf(p, NUMBER_MAX, config.number_format, n)
+    -- "." whatever the locale's decimal point, as cjson writes.
+    for i = 0, len - 1 do
+        local c = p[i]
+        if c ~= 46 and c ~= 45 and c ~= 43 and c ~= 101 and (c < 48 or c > 57) then
+            p[i] = 46
+        end
+    end
+    buf:commit(len)
 end
 
 local int64_t = ffi.typeof("int64_t")
@@ -460,6 +492,7 @@ function _M.encode_number_precision(n)
     if n then
         config.number_precision = n
         config.number_format = "%." .. n .. "g"
+        config.exact_integers = 10 ^ n
     end
     return config.number_precision
 end
