@@ -62,21 +62,10 @@ local function chat_digest(model, temperature, texts)
     return #model + temperature + texts
 end
 
-local read = {}
-
-function read.cjson(s)
-    local t = cjson.decode(s)
-    local texts = 0
-    local messages = t.messages
-    for i = 1, #messages do
-        texts = texts + #messages[i].content[1].text
-    end
-    return chat_digest(t.model, t.temperature, texts)
-end
-
-if simdjson then
-    function read.simdjson(s)
-        local t = simdjson:decode(s)
+-- The reads on plain tables from a decoder returning them.
+local function read_tables(decode)
+    return function(s)
+        local t = decode(s)
         local texts = 0
         local messages = t.messages
         for i = 1, #messages do
@@ -84,6 +73,11 @@ if simdjson then
         end
         return chat_digest(t.model, t.temperature, texts)
     end
+end
+
+local read = { cjson = read_tables(cjson.decode) }
+if simdjson then
+    read.simdjson = read_tables(function(s) return simdjson:decode(s) end)
 end
 
 read["qjson.parse"] = function(s)

@@ -181,9 +181,7 @@ _M.ipairs = lazy.ipairs
 _M.array_mt = encode.array_mt
 _M.empty_array_mt = encode.empty_array_mt
 _M.empty_array = encode.empty_array
-for _, name in ipairs({ "encode_number_precision", "encode_sparse_array",
-                        "encode_escape_forward_slash", "encode_empty_table_as_object",
-                        "encode_max_depth" }) do
+for _, name in ipairs(encode.OPTIONS) do
     _M[name] = encode[name]
 end
 

@@ -331,6 +331,21 @@ fn read_scalar(doc: &mut qjson_doc, at: u32, out: &mut qjson_value) -> c_int {
     OK
 }
 
+/// `read_scalar` for a value that was found, else `QJSON_NOT_FOUND`.
+fn read_found(doc: &mut qjson_doc, found: Option<u32>, out: &mut qjson_value) -> c_int {
+    match found {
+        Some(at) => read_scalar(doc, at, out),
+        None => ErrorCode::NotFound as c_int,
+    }
+}
+
+/// Hands a slice owned by the document to the caller as pointer and count.
+fn hand_out<T>(slice: &[T], ptr: &mut *const T, count: &mut usize) -> c_int {
+    *ptr = slice.as_ptr();
+    *count = slice.len();
+    OK
+}
+
 /// Runs `body` on a live document and a cursor that `accept` allows,
 /// catching panics; `QJSON_BAD_ARGUMENT` for NULL pointers,
 /// `QJSON_BAD_CURSOR` for a cursor `accept` refuses.
@@ -378,10 +393,8 @@ pub unsafe extern "C" fn qjson_get_key(
             let (Some(out), Some(key)) = (out.as_mut(), bytes(key, key_len)) else {
                 return ErrorCode::BadArgument as c_int;
             };
-            match doc.member(cursor, key) {
-                Some(at) => read_scalar(doc, at, out),
-                None => ErrorCode::NotFound as c_int,
-            }
+            let found = doc.member(cursor, key);
+            read_found(doc, found, out)
         })
     }
 }
@@ -405,10 +418,8 @@ pub unsafe extern "C" fn qjson_get_index(
             let Some(out) = out.as_mut() else {
                 return ErrorCode::BadArgument as c_int;
             };
-            match doc.element(cursor, index) {
-                Some(at) => read_scalar(doc, at, out),
-                None => ErrorCode::NotFound as c_int,
-            }
+            let found = doc.element(cursor, index);
+            read_found(doc, found, out)
         })
     }
 }
@@ -437,11 +448,7 @@ pub unsafe extern "C" fn qjson_members(
                 return ErrorCode::BadArgument as c_int;
             };
             match doc.members(cursor, every != 0) {
-                Some(members) => {
-                    *keys = members.as_ptr();
-                    *count = members.len();
-                    OK
-                }
+                Some(members) => hand_out(members, keys, count),
                 None => ErrorCode::TypeMismatch as c_int,
             }
         })
@@ -502,10 +509,7 @@ pub unsafe extern "C" fn qjson_tape(
             let (Some(items), Some(count)) = (items.as_mut(), count.as_mut()) else {
                 return ErrorCode::BadArgument as c_int;
             };
-            let tape = doc.tape(cursor);
-            *items = tape.as_ptr();
-            *count = tape.len();
-            OK
+            hand_out(doc.tape(cursor), items, count)
         })
     }
 }

@@ -15,7 +15,7 @@ local qffi = require("qjson.ffi")
 
 local C = qffi.C
 local value = qffi.value
-local null = qffi.null
+local scalar = qffi.scalar
 local ffi_string = ffi.string
 local ffi_gc = ffi.gc
 local error = error
@@ -206,17 +206,9 @@ function Doc:get(path)
     if not p then return misuse(self, err) end
     local rc = lookup(self, C.qjson_get, p)
     if rc ~= OK then return failure(self, rc, p) end
-    local v = value[0]
-    local t = v.type
-    if t == T_STRING then
-        local s = ffi_string(v.str, v.len)
-        return s
-    end
-    if t == T_NUMBER then return v.num end
-    if t == T_TRUE then return true end
-    if t == T_FALSE then return false end
-    if t == T_NULL then return null end
-    return nil, "qjson: value at \"" .. p .. "\" is an " .. TYPE_NAMES[t]
+    local v = scalar(value[0])
+    if v ~= nil then return v end
+    return nil, "qjson: value at \"" .. p .. "\" is an " .. TYPE_NAMES[value[0].type]
                 .. "; read it with open() or qjson.decode()"
 end
 

@@ -487,6 +487,10 @@ local function check_int(name, v, lo, hi)
     end
 end
 
+-- The option functions, for the facades to re-export.
+_M.OPTIONS = { "encode_number_precision", "encode_sparse_array", "encode_escape_forward_slash",
+               "encode_empty_table_as_object", "encode_max_depth" }
+
 function _M.encode_number_precision(n)
     check_int("encode_number_precision", n, 1, 16)
     if n then

@@ -245,11 +245,41 @@ local function find_null()
     return null
 end
 
+local null = find_null()
+local ffi_string = ffi.string
+local T_NULL = lib.QJSON_TYPE_NULL
+local T_FALSE = lib.QJSON_TYPE_FALSE
+local T_TRUE = lib.QJSON_TYPE_TRUE
+local T_NUMBER = lib.QJSON_TYPE_NUMBER
+local T_STRING = lib.QJSON_TYPE_STRING
+
+-- The Lua value of the scalar a lookup left in `cell` (a qjson_value):
+-- string, number, boolean or null; nil for an array or object, which each
+-- caller turns into its own kind of object.
+local function scalar(cell)
+    local t = cell.type
+    if t == T_STRING then
+        -- Not a tail call: a trace may not return below its start.
+        local s = ffi_string(cell.str, cell.len)
+        return s
+    elseif t == T_NUMBER then
+        return cell.num
+    elseif t == T_TRUE then
+        return true
+    elseif t == T_FALSE then
+        return false
+    elseif t == T_NULL then
+        return null
+    end
+    return nil
+end
+
 return {
     C = lib,
     path = lib_path,
     cdef = cdef,
-    null = find_null(),
+    null = null,
+    scalar = scalar,
     -- Shared out-cells.
     value = ffi.new("qjson_value[1]"),
     error = ffi.new("qjson_error[1]"),

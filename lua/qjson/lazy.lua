@@ -18,6 +18,7 @@ local qffi = require("qjson.ffi")
 
 local C = qffi.C
 local value = qffi.value
+local scalar = qffi.scalar
 local null = qffi.null
 local ffi_string = ffi.string
 local ffi_new = ffi.new
@@ -31,7 +32,6 @@ local math_floor = math.floor
 local new_tab = require("table.new")
 
 local OK = C.QJSON_OK
-local T_NULL = C.QJSON_TYPE_NULL
 local T_FALSE = C.QJSON_TYPE_FALSE
 local T_TRUE = C.QJSON_TYPE_TRUE
 local T_NUMBER = C.QJSON_TYPE_NUMBER
@@ -92,20 +92,11 @@ end
 
 -- The Lua value for the qjson_value in `cell` (read right after a call).
 local function convert(st, cell)
-    local t = cell.type
-    if t == T_STRING then
-        local s = ffi_string(cell.str, cell.len)
-        return s
-    elseif t == T_NUMBER then
-        return cell.num
-    elseif t == T_TRUE then
-        return true
-    elseif t == T_FALSE then
-        return false
-    elseif t == T_NULL then
-        return null
+    local v = scalar(cell)
+    if v == nil then
+        v = new_proxy(st.doc, cell.cursor, cell.type, st)
     end
-    return new_proxy(st.doc, cell.cursor, t, st)
+    return v
 end
 
 function ObjectMT.__index(proxy, key)
@@ -231,7 +222,6 @@ local function member(st, entry)
     end
     return key, v
 end
-_M.member = member
 
 -- Iterates an object proxy: source members in document order (the one
 -- "last wins" reads for a repeated key), then added keys in order.

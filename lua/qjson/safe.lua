@@ -7,6 +7,7 @@ local qjson = require("qjson")
 local parse = qjson._parse
 local decode = qjson._decode
 local encode = qjson.encode
+local encode_options = require("qjson.encode").OPTIONS
 local ipairs = ipairs
 local pcall = pcall
 
@@ -39,9 +40,7 @@ local _M = {
     empty_array_mt = qjson.empty_array_mt,
     empty_array = qjson.empty_array,
 }
-for _, name in ipairs({ "encode_number_precision", "encode_sparse_array",
-                        "encode_escape_forward_slash", "encode_empty_table_as_object",
-                        "encode_max_depth" }) do
+for _, name in ipairs(encode_options) do
     _M[name] = safe_option(qjson[name])
 end
 
