@@ -118,16 +118,18 @@ local modify_model = {
         return #qjson.encode(t) == #s + 5
     end,
 }
+-- A key no payload has, so the change is an addition everywhere.
+local ADDED = ',"x_gateway":"u-1"'
 local add_field = {
     cjson = function(s)
         local t = cjson.decode(s)
-        t.user = "u-1"
+        t.x_gateway = "u-1"
         return #cjson.encode(t) > 0
     end,
     ["qjson.decode"] = function(s)
         local t = qjson.decode(s)
-        t.user = "u-1"
-        return #qjson.encode(t) == #s + 13
+        t.x_gateway = "u-1"
+        return #qjson.encode(t) == #s + #ADDED
     end,
 }
 local modify_nested = {

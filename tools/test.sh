@@ -77,6 +77,7 @@ done
 check "cargo clippy -D warnings" cargo clippy --release --all-targets --quiet -- -D warnings
 check "cargo fmt --check" cargo fmt --check
 check "luacheck" luacheck --quiet lua spec benches tools
+check "benchmark harness runs (QUICK=1)" env QUICK=1 luajit benches/lua_bench.lua
 for k in "${kernels[@]}"; do
     busted_tests "busted under LuaJIT (QJSON_KERNEL=$k)" env QJSON_KERNEL="$k" busted --lua=luajit
 done
