@@ -16,71 +16,30 @@ local lazy = require("qjson.lazy")
 local qffi = require("qjson.ffi")
 local cjson = require("cjson")
 local helper = require("helper")
+local gen = require("gen")
 
 local DATA = helper.data_dir()
 local null = qjson.null
 local T_ARRAY = qffi.C.QJSON_TYPE_ARRAY
 local random = math.random
+local show, difference = gen.show, gen.difference
+local random_string, random_number, random_value = gen.random_string, gen.random_number,
+                                                    gen.random_value
+local obj, arr, num, TRUE, FALSE, NULL = gen.obj, gen.arr, gen.num, gen.TRUE, gen.FALSE, gen.NULL
+local write_json = gen.write_json
 
 -- A deleted array element in a model: the proxy keeps it as a hole that
 -- encodes as null, and removing the last element also drops the holes
 -- before it.
 local HOLE = setmetatable({}, { __tostring = function() return "HOLE" end })
 
--- A short printable form of a value, for failure messages.
-local function show(v)
-    if type(v) == "string" then
-        local s = string.format("%q", v):gsub("\n", "n")
-        if #s > 60 then s = s:sub(1, 57) .. "..." end
-        return s
-    end
-    if v == null then return "null" end
-    if type(v) == "table" and lazy.is_proxy(v) then return "proxy" end
-    return tostring(v)
-end
-
--- Where two strings first differ, with some bytes of each around it.
-local function difference(a, b)
-    if type(a) ~= "string" or type(b) ~= "string" then return show(a) .. " vs " .. show(b) end
-    local i = 1
-    while i <= #a and a:byte(i) == b:byte(i) do i = i + 1 end
-    return ("at byte %d: %s vs %s"):format(i, show(a:sub(math.max(1, i - 20), i + 30)),
-                                           show(b:sub(math.max(1, i - 20), i + 30)))
-end
-
 local function normalize(v)
     if v == HOLE or v == cjson.null then return null end
     return v
 end
 
--- Deep equality of decoded values: cjson.null == qjson.null (== HOLE),
--- numbers compared with ==, metatables ignored. Returns true, or false and
--- where the values differ.
-local function deep_equal(a, b, path)
-    path = path or "$"
-    a, b = normalize(a), normalize(b)
-    if a == b then return true end
-    if type(a) ~= "table" or type(b) ~= "table" then
-        return false, path .. ": " .. show(a) .. " ~= " .. show(b)
-    end
-    for k, v in next, a do
-        local w = rawget(b, k)
-        if w == nil then
-            return false, path .. ": key " .. show(k) .. " only on the left"
-        end
-        local ok, where = deep_equal(v, w, path .. "[" .. show(k) .. "]")
-        if not ok then return false, where end
-    end
-    for k in next, b do
-        if rawget(a, k) == nil then
-            return false, path .. ": key " .. show(k) .. " only on the right"
-        end
-    end
-    return true
-end
-
 local function assert_deep_equal(expected, actual, context)
-    local ok, where = deep_equal(expected, actual)
+    local ok, where = gen.deep_equal(expected, actual, normalize)
     assert(ok, (context and context .. ": " or "") .. tostring(where))
 end
 
@@ -140,115 +99,7 @@ describe("decoding agrees with cjson.decode", function()
     end
 end)
 
--- Random plain values ------------------------------------------------------
-
--- Pieces random strings are made of: ASCII, every control byte, the
--- escaped characters, UTF-8 of 2 to 4 bytes, DEL, and raw bytes >= 0x80.
-local STRING_PIECES = { "a", "Z", "0", " ", "~", ".", '"', "\\", "/", "\127",
-                        "\xc3\xa9", "\xe2\x82\xac", "\xe2\x80\xa8", "\xf0\x9f\x98\x80",
-                        "\\u0041", "\\/", "</script>", "key", "null" }
-for byte = 0, 31 do STRING_PIECES[#STRING_PIECES + 1] = string.char(byte) end
-local RAW_BYTES = { "\x80", "\xff", "\xc3", "\xed\xa0\x80" }
-
-local function random_string(max, raw_bytes)
-    local parts = {}
-    for i = 1, random(0, max or 8) do
-        if raw_bytes and random() < 0.05 then
-            parts[i] = RAW_BYTES[random(#RAW_BYTES)]
-        else
-            parts[i] = STRING_PIECES[random(#STRING_PIECES)]
-        end
-    end
-    return table.concat(parts)
-end
-
-local SPECIAL_NUMBERS = { 0, -0.0, 1, -1, 0.1, 0.5, 1 / 3, 2 ^ 53, 2 ^ 53 + 2, -2 ^ 53,
-                          2 ^ 63, -2 ^ 63, 2 ^ 64, 1e15, 1e16, 1e17, 123456789012345678,
-                          1e300, -1e300, 1.7976931348623157e308, 2.2250738585072014e-308,
-                          4.9406564584124654e-324, 1e-5, 1e-7, 123.456, 99999999999999,
-                          999999999999999, 0.000001, 1e21, 1e22,
-                          -- Halfway between two 14-digit decimals.
-                          440103099353365, -440103099353365, 24064909824598.5,
-                          604256559640.625, 12345678901234.5, 0.5, 2.5 }
-
--- Any finite number: small and large integers, floats of every magnitude.
-local function random_number()
-    local r = random()
-    if r < 0.3 then
-        return random(-1000, 1000)
-    elseif r < 0.45 then
-        return (random() - 0.5) * 2 ^ random(0, 70)
-    elseif r < 0.55 then
-        return math.floor((random() - 0.5) * 2 ^ random(20, 64))
-    elseif r < 0.85 then
-        return (random() - 0.5) * 10 ^ random(-320, 308)
-    end
-    return SPECIAL_NUMBERS[random(#SPECIAL_NUMBERS)]
-end
-
-local random_value
-
--- An array with holes that cjson still encodes as an array: its largest
--- index is at most 10 or at most twice the number of elements.
-local function random_sparse_array(depth)
-    local max = random(1, 24)
-    local t = {}
-    local items = 0
-    for i = 1, max do
-        if i == max or random() < 0.5 then
-            t[i] = random_value(depth)
-            items = items + 1
-        end
-    end
-    local i = 1
-    while max > 10 and max > items * 2 do
-        if t[i] == nil then
-            t[i] = random_value(depth)
-            items = items + 1
-        end
-        i = i + 1
-    end
-    return t
-end
-
-local function random_table(depth)
-    local r = random()
-    local t = {}
-    if r < 0.1 then
-        return t
-    elseif r < 0.4 then
-        for i = 1, random(1, 6) do t[i] = random_value(depth) end
-    elseif r < 0.55 then
-        t = random_sparse_array(depth)
-    elseif r < 0.9 then
-        for _ = 1, random(1, 6) do t[random_string(6, true)] = random_value(depth) end
-    else
-        -- An object with number keys: cjson writes them with "%.14g".
-        -- (Not integer keys >= 2^31: cjson stores the largest index in an
-        -- int, and what it makes of {[2^31] = 1} depends on how the C
-        -- compiler converts an out-of-range double; on x86-64 it writes
-        -- {"2147483648":1}, where qjson refuses an excessively sparse array.)
-        local keys = { 0, -1, 1.5, 2 ^ 31 - 1, -2 ^ 40, 1e-3, 1, 2, "1", "k" }
-        for _ = 1, random(1, 4) do t[keys[random(#keys)]] = random_value(depth) end
-        t[random() < 0.5 and 0.25 or "x"] = true
-    end
-    return t
-end
-
-function random_value(depth)
-    depth = (depth or 0) + 1
-    local r = random()
-    if depth < 5 and r < 0.3 then
-        return random_table(depth)
-    elseif r < 0.55 then
-        return random_string(12, true)
-    elseif r < 0.85 then
-        return random_number()
-    elseif r < 0.92 then
-        return random() < 0.5
-    end
-    return cjson.null
-end
+-- Random plain values (generated by spec/gen.lua) ----------------------------
 
 describe("encode agrees with cjson.encode", function()
     local SEEDS, PER_SEED = 12, 50
@@ -369,90 +220,6 @@ describe("encode agrees with cjson.encode", function()
 end)
 
 -- Documents for the mutation specs ------------------------------------------
-
--- Nodes of a JSON text under construction: written with chosen escapes and
--- whitespace, so that the source bytes differ from what any encoder
--- would write.
-local function obj(members) return { kind = "object", members = members } end
-local function arr(items) return { kind = "array", items = items } end
-local function num(text) return { kind = "literal", text = text } end
-local TRUE, FALSE, NULL = num("true"), num("false"), num("null")
-
-local SHORT_ESCAPES = { ['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b", ["\f"] = "\\f",
-                        ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t" }
-
--- The JSON string for s, escaping optional characters with probability p
--- (letters as \u00XX, "/" as "\/", non-ASCII as \uXXXX or surrogate pairs).
-local function json_string(s, p)
-    local out = {}
-    for ch in s:gmatch("[%z\1-\127\194-\244][\128-\191]*") do
-        local b = ch:byte()
-        if SHORT_ESCAPES[ch] and (b >= 32 or random() < 0.5) then
-            out[#out + 1] = SHORT_ESCAPES[ch]
-        elseif b < 32 or b == 127 then
-            out[#out + 1] = ("\\u%04x"):format(b)
-        elseif ch == "/" and random() < p then
-            out[#out + 1] = "\\/"
-        elseif #ch == 1 and random() < p then
-            out[#out + 1] = (random() < 0.5 and "\\u%04x" or "\\u%04X"):format(b)
-        elseif #ch > 1 and random() < p then
-            local c = b % (2 ^ (7 - #ch))
-            for k = 2, #ch do c = c * 64 + ch:byte(k) % 64 end
-            if c >= 0x10000 then
-                c = c - 0x10000
-                out[#out + 1] = ("\\u%04x\\u%04x"):format(0xD800 + math.floor(c / 1024),
-                                                           0xDC00 + c % 1024)
-            else
-                out[#out + 1] = ("\\u%04x"):format(c)
-            end
-        else
-            out[#out + 1] = ch
-        end
-    end
-    return '"' .. table.concat(out) .. '"'
-end
-
--- Writes node pretty-printed in a random style.
-local function write_json(node)
-    local indent = ({ "  ", "    ", "\t", " " })[random(4)]
-    local newline = random() < 0.8 and "\n" or "\r\n"
-    local colon = ({ ": ", ":", " : " })[random(3)]
-    local out = {}
-    local function put(s) out[#out + 1] = s end
-    local function write(n, level)
-        if type(n) == "string" then
-            put(json_string(n, 0.1))
-        elseif n.kind == "literal" then
-            put(n.text)
-        else
-            local list = n.kind == "object" and n.members or n.items
-            local open, close = n.kind == "object" and "{" or "[", n.kind == "object" and "}" or "]"
-            if #list == 0 then
-                put(random() < 0.5 and open .. close or open .. " " .. close)
-                return
-            end
-            local inline = level > 2 and random() < 0.5
-            local pad = inline and " " or newline .. indent:rep(level + 1)
-            put(open)
-            for i, item in ipairs(list) do
-                put(i > 1 and "," .. pad or pad)
-                if n.kind == "object" then
-                    put(json_string(item[1], 0.3))
-                    put(colon)
-                    write(item[2], level + 1)
-                else
-                    write(item, level + 1)
-                end
-            end
-            put(inline and " " or newline .. indent:rep(level))
-            put(close)
-        end
-    end
-    write(node, 0)
-    -- Whitespace around the root value, which is kept too.
-    local around = { "", "", " ", "\n", "\r\n\t " }
-    return around[random(#around)] .. table.concat(out) .. around[random(#around)]
-end
 
 local BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
