@@ -1,0 +1,331 @@
+-- qjson.sse: Server-Sent Events for the response side of LLM gateways.
+--
+--   local sse = require("qjson.sse")
+--   local stream = ngx.ctx.sse or sse.new()       -- in body_filter_by_lua
+--   ngx.ctx.sse = stream
+--   local events = ngx.arg[2] and stream:finish(ngx.arg[1]) or stream:feed(ngx.arg[1])
+--   for _, ev in ipairs(events) do
+--       local doc, err = ev:parse()                -- nil, err: bad JSON, [DONE], oversize
+--       if doc then doc:get_str("choices[0].delta.content") end
+--   end
+--
+-- Chunks may be split anywhere (inside a line, a CRLF pair or a UTF-8
+-- sequence). Lines follow the WHATWG event-stream rules: they end with LF,
+-- CR or CRLF; a blank line ends an event; `data:` lines (one leading space
+-- dropped) are joined with "\n"; `event:` and `id:` set the type and the
+-- last event id; lines starting with `:` are comments; other fields
+-- (`retry:` included) are ignored; one leading BOM is dropped.
+--
+-- Nothing here raises on data: an event whose JSON is invalid, and an
+-- event larger than max_event_size, are reported through that event and
+-- the stream goes on. Each chunk is scanned once; a line split over many
+-- chunks is kept as pieces and joined once, so the work for a stream is
+-- linear in its size however it is chunked.
+
+local safe = require("qjson.safe")
+
+local type = type
+local error = error
+local tostring = tostring
+local pairs = pairs
+local math_floor = math.floor
+local setmetatable = setmetatable
+local byte = string.byte
+local find = string.find
+local sub = string.sub
+local concat = table.concat
+local safe_decode = safe.decode
+local safe_parse = safe.parse
+
+local LF = byte("\n")
+local CR = byte("\r")
+local COLON = byte(":")
+local SPACE = byte(" ")
+local BOM = "\239\187\191"
+local DONE = "[DONE]"
+
+local DEFAULT_MAX_EVENT_SIZE = 1024 * 1024
+
+local _M = {
+    _VERSION = safe._VERSION,
+    DEFAULT_MAX_EVENT_SIZE = DEFAULT_MAX_EVENT_SIZE,
+}
+
+local Event = {}
+Event.__index = Event
+
+-- Runs `fn(data)` once per event and keeps its result and error, so a
+-- filter may ask for the JSON in several places at no extra cost.
+local function cached(self, value_key, err_key, fn)
+    if self.err then
+        return nil, self.err
+    end
+    if self.done then
+        return nil, "qjson.sse: [DONE] is not JSON"
+    end
+    local v = self[value_key]
+    if v == nil and self[err_key] == nil then
+        local err
+        v, err = fn(self.data)
+        self[value_key], self[err_key] = v, err
+    end
+    return v, self[err_key]
+end
+
+-- The event's data as qjson.decode proxies (1-based arrays), or nil, err.
+function Event:json()
+    return cached(self, "_value", "_value_err", safe_decode)
+end
+
+-- The event's data as a qjson.parse document (path getters that return
+-- nil, err instead of raising), or nil, err.
+function Event:parse()
+    return cached(self, "_doc", "_doc_err", safe_parse)
+end
+
+local Stream = {}
+Stream.__index = Stream
+
+-- Forgets the event being read (after a blank line or an oversize one);
+-- the last event id stays, as the WHATWG rules say.
+local function reset_event(self)
+    local data = self.data
+    for i = 1, self.ndata do
+        data[i] = nil
+    end
+    self.ndata = 0
+    self.event_type = nil
+    self.size = 0
+end
+
+-- Appends the event read so far to `out` if it has data (an event with no
+-- data line is dropped, as a browser does) and starts the next one.
+local function dispatch(self, out, unterminated)
+    local n = self.ndata
+    if n > 0 then
+        local data = n == 1 and self.data[1] or concat(self.data, "\n", 1, n)
+        out[#out + 1] = setmetatable({
+            data = data,
+            event = self.event_type or "message",
+            id = self.last_id,
+            done = data == DONE,
+            unterminated = unterminated or nil,
+        }, Event)
+    end
+    reset_event(self)
+end
+
+-- One complete line (terminator removed), outside an oversize event.
+local function take_line(self, line, out)
+    if not self.started then
+        self.started = true
+        if sub(line, 1, 3) == BOM then
+            line = sub(line, 4)
+        end
+    end
+    if line == "" then
+        return dispatch(self, out)
+    end
+    if byte(line, 1) == COLON then
+        return
+    end
+    local field, value
+    local colon = find(line, ":", 1, true)
+    if colon then
+        field = sub(line, 1, colon - 1)
+        local from = colon + 1
+        if byte(line, from) == SPACE then
+            from = from + 1
+        end
+        value = sub(line, from)
+    else
+        field, value = line, ""
+    end
+    if field == "data" then
+        local n = self.ndata + 1
+        self.ndata = n
+        self.data[n] = value
+    elseif field == "event" then
+        self.event_type = value
+    elseif field == "id" then
+        if not find(value, "\0", 1, true) then
+            self.last_id = value
+        end
+    end
+end
+
+-- Counts `len` more bytes of the current event; past the limit, reports
+-- the event once and skips the rest of it. Returns true while skipping.
+local function grow(self, len, out)
+    self.line_len = self.line_len + len
+    if self.skipping then
+        return true
+    end
+    local size = self.size + len
+    self.size = size
+    if size <= self.max_event_size then
+        return false
+    end
+    out[#out + 1] = setmetatable({
+        err = "qjson.sse: event larger than max_event_size (" .. self.max_event_size
+              .. " bytes)",
+    }, Event)
+    local pieces = self.pieces
+    for i = 1, self.npieces do
+        pieces[i] = nil
+    end
+    self.npieces = 0
+    reset_event(self)
+    self.skipping = true
+    return true
+end
+
+-- The line that ends at a terminator: chunk[from, to] completes what the
+-- earlier chunks left in `pieces`.
+local function end_line(self, chunk, from, to, out)
+    local len = to - from + 1
+    if grow(self, len, out) then
+        -- A blank line ends the oversize event.
+        if self.line_len == 0 then
+            self.skipping = false
+            self.started = true
+            reset_event(self)
+        end
+    else
+        local line
+        local n = self.npieces
+        if n == 0 then
+            line = sub(chunk, from, to)
+        else
+            local pieces = self.pieces
+            pieces[n + 1] = sub(chunk, from, to)
+            line = concat(pieces, "", 1, n + 1)
+            for i = 1, n + 1 do
+                pieces[i] = nil
+            end
+            self.npieces = 0
+        end
+        take_line(self, line, out)
+    end
+    self.line_len = 0
+end
+
+-- Keeps chunk[from, to], the start of a line that has no terminator yet.
+local function keep(self, chunk, from, to, out)
+    if not grow(self, to - from + 1, out) then
+        local n = self.npieces + 1
+        self.npieces = n
+        self.pieces[n] = sub(chunk, from, to)
+    end
+end
+
+local function check_chunk(self, chunk, fname)
+    if type(chunk) ~= "string" then
+        error("bad argument #1 to '" .. fname .. "' (string expected, got " .. type(chunk)
+              .. ")", 3)
+    end
+    if self.finished then
+        error("qjson.sse: " .. fname .. "() after finish()", 3)
+    end
+end
+
+-- Reads `chunk` into `out`.
+local function scan(self, chunk, out)
+    local n = #chunk
+    local pos = 1
+    if self.after_cr and n > 0 then
+        -- The previous chunk ended with CR: an LF here completes that CRLF.
+        self.after_cr = false
+        if byte(chunk, 1) == LF then
+            pos = 2
+        end
+    end
+    while pos <= n do
+        local e = find(chunk, "[\r\n]", pos)
+        if not e then
+            keep(self, chunk, pos, n, out)
+            return
+        end
+        end_line(self, chunk, pos, e - 1, out)
+        if byte(chunk, e) == CR then
+            if e == n then
+                self.after_cr = true
+            elseif byte(chunk, e + 1) == LF then
+                e = e + 1
+            end
+        end
+        pos = e + 1
+    end
+end
+
+-- stream:feed(chunk) -> the list of events that `chunk` completed (often
+-- empty). Each event has `data` (string), `event` (type, "message" by
+-- default), `id` (last event id or nil), `done` (data is "[DONE]"),
+-- `ev:json()` and `ev:parse()`; an oversize event has only `err`.
+function Stream:feed(chunk)
+    check_chunk(self, chunk, "feed")
+    local out = {}
+    scan(self, chunk, out)
+    return out
+end
+
+-- stream:finish([chunk]) -> the events of the last chunk, plus the event
+-- the stream ended in without its blank line, marked `unterminated`
+-- (a browser would drop it; a gateway still wants a final usage event).
+-- The stream takes no more chunks.
+function Stream:finish(chunk)
+    check_chunk(self, chunk or "", "finish")
+    local out = {}
+    scan(self, chunk or "", out)
+    self.finished = true
+    if not self.skipping then
+        local n = self.npieces
+        if n > 0 then
+            take_line(self, concat(self.pieces, "", 1, n), out)
+        end
+        dispatch(self, out, true)
+    end
+    return out
+end
+
+local OPTIONS = { max_event_size = true }
+
+-- sse.new([options]) -> a stream. options.max_event_size: the most bytes
+-- one event may take, counting every line from the previous blank line on
+-- without terminators (default 1 MiB).
+function _M.new(opts)
+    local max = DEFAULT_MAX_EVENT_SIZE
+    if opts ~= nil then
+        if type(opts) ~= "table" then
+            error("bad argument #1 to 'new' (table expected, got " .. type(opts) .. ")", 2)
+        end
+        for k in pairs(opts) do
+            if not OPTIONS[k] then
+                error("qjson.sse: unknown option '" .. tostring(k) .. "'", 2)
+            end
+        end
+        if opts.max_event_size ~= nil then
+            max = opts.max_event_size
+            if type(max) ~= "number" or max < 1 or max ~= math_floor(max) then
+                error("qjson.sse: max_event_size must be a positive integer", 2)
+            end
+        end
+    end
+    return setmetatable({
+        max_event_size = max,
+        pieces = {},        -- the current line so far, one piece per chunk
+        npieces = 0,
+        line_len = 0,       -- bytes of the current line so far
+        data = {},          -- the current event's data lines
+        ndata = 0,
+        size = 0,           -- bytes of the current event so far
+        event_type = nil,
+        last_id = nil,
+        after_cr = false,   -- the last chunk ended with CR
+        skipping = false,   -- inside an oversize event
+        started = false,    -- the first line (and its BOM) is behind us
+        finished = false,
+    }, Stream)
+end
+
+return _M
