@@ -28,5 +28,21 @@ test: build
 bench: deps-bench build
 	tools/bench.sh
 
+# make install [PREFIX=/usr/local] [DESTDIR=...] [LUA_DIR=...] [LIB_DIR=...]:
+# the Lua modules into LUA_DIR and libqjson.so into LIB_DIR, where
+# package.cpath (and so lua/qjson/ffi.lua) finds it. Needs only cargo, no
+# apt-get: it is also the rockspecs' install step.
+PREFIX ?= /usr/local
+LUA_DIR ?= $(PREFIX)/share/lua/5.1
+LIB_DIR ?= $(PREFIX)/lib/lua/5.1
+
+.PHONY: install
+install:
+	cargo build --release --quiet
+	install -d '$(DESTDIR)$(LUA_DIR)/qjson' '$(DESTDIR)$(LIB_DIR)'
+	install -m 644 lua/qjson.lua '$(DESTDIR)$(LUA_DIR)/'
+	install -m 644 lua/qjson/*.lua '$(DESTDIR)$(LUA_DIR)/qjson/'
+	install -m 755 $(LIB) '$(DESTDIR)$(LIB_DIR)/'
+
 clean:
 	cargo clean
