@@ -11,7 +11,7 @@ set -euo pipefail
 want=(luajit2 libluajit2-5.1-dev lua-busted lua-cjson lua-check perl build-essential curl ca-certificates
       nginx libnginx-mod-http-lua lua-resty-core)
 case "${1:-test}" in
-    test) ;;
+    test) want+=(luarocks) ;;
     bench) want+=(gnuplot-nox wrk) ;;
     *) echo "usage: $0 test|bench" >&2; exit 2 ;;
 esac
