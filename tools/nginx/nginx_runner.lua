@@ -7,8 +7,8 @@
 --   local res = ngx.location.capture("/phase/x")
 --
 -- Phases: rewrite, access, content, header_filter, body_filter, log.
--- Subrequests (ngx.location.capture) run all but log; runner.url(path)
--- gives an address for a real HTTP request, which runs log too. Without a
+-- Subrequests (ngx.location.capture) run all but log; a real HTTP request
+-- (a cosocket to 127.0.0.1:ngx.var.server_port) runs log too. Without a
 -- content hook /phase/ answers "phase"; hooks stay until replaced or
 -- runner.on(phase, nil).
 
@@ -43,11 +43,6 @@ function _M.phase(name)
     if name == "content" then
         ngx.print("phase")
     end
-end
-
--- An http:// address of this server for PATH.
-function _M.url(path)
-    return "http://127.0.0.1:" .. ngx.var.server_port .. path
 end
 
 -- Unique value raised by exit(); xpcall's handler tells it from errors.

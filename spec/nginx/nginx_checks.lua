@@ -1,0 +1,167 @@
+-- What only nginx can show: the null shared with ngx and cjson, loading
+-- through lua_package_cpath, and qjson in each request phase, on request
+-- bodies held in memory or in a temp file. Run by spec/nginx/run.lua.
+
+local qjson = require("qjson")
+local safe = require("qjson.safe")
+local cjson = require("cjson")
+local runner = require("nginx_runner")
+local client = require("nginx_client")
+local helper = require("helper")
+
+local PHASES = { "rewrite", "access", "content", "header_filter", "body_filter", "log" }
+local REQUEST = '{ "model" : "gpt-4o", "stream":false,"n":1e0, "messages":[{"role":"user",'
+                .. '"content":"caf\\u00e9 \\/ tea"}], "tool_choice": null }'
+
+-- The request body, whether nginx kept it in memory or in a temp file.
+local function request_body()
+    ngx.req.read_body()
+    local data = ngx.req.get_body_data()
+    if data then return data, "memory" end
+    local path = ngx.req.get_body_file()
+    if not path then return nil end
+    return helper.read(path), "file"
+end
+
+describe("qjson inside nginx", function()
+    after_each(function()
+        for _, phase in ipairs(PHASES) do runner.on(phase, nil) end
+    end)
+
+    it("shares one null with ngx and cjson", function()
+        assert.equal(ngx.null, qjson.null)
+        assert.equal(cjson.null, qjson.null)
+        local t = qjson.decode(REQUEST)
+        assert.equal(ngx.null, t.tool_choice)
+        assert.equal("[null,1]", qjson.encode({ ngx.null, 1 }))
+        assert.equal('{"a":null}', cjson.encode({ a = qjson.decode("null") }))
+    end)
+
+    it("loads libqjson.so through lua_package_cpath", function()
+        local expected
+        for template in package.cpath:gmatch("[^;]+") do
+            local path = template:gsub("%?", "libqjson")
+            local f = io.open(path, "rb")
+            if f then
+                f:close()
+                expected = path
+                break
+            end
+        end
+        assert.is_not_nil(expected)
+        assert.equal(expected, qjson.library_path)
+    end)
+
+    it("runs the kernel QJSON_KERNEL names, passed through nginx's env", function()
+        local forced = os.getenv("QJSON_KERNEL")
+        assert.is_true(qjson.kernel() == "avx2" or qjson.kernel() == "scalar")
+        if forced then assert.equal(forced, qjson.kernel()) end
+    end)
+
+    it("rewrite: a changed body set with ngx.req.set_body_data reaches content", function()
+        runner.on("rewrite", function()
+            local t = qjson.decode((request_body()))
+            t.model = "gpt-4o-mini"
+            ngx.req.set_body_data(qjson.encode(t))
+        end)
+        runner.on("content", function()
+            ngx.print(ngx.var.http_content_length, " ", (request_body()))
+        end)
+        local status, body = client.request("POST", "/phase/rewrite", REQUEST)
+        assert.equal(200, status)
+        local spliced = REQUEST:gsub('"gpt%-4o"', '"gpt-4o-mini"')
+        assert.equal(#spliced .. " " .. spliced, body)
+    end)
+
+    it("access: a body nginx buffered to a temp file parses from the file", function()
+        local big = helper.chat_request(1024 * 1024)
+        runner.on("access", function()
+            local body, where = request_body()
+            local doc = qjson.parse(body)
+            ngx.say(where, " ", doc:get_str("model"), " ", doc:len("messages"), " ", #body)
+            doc:free()
+            return ngx.exit(200)
+        end)
+        local status, body = client.request("POST", "/phase/access", big)
+        assert.equal(200, status)
+        assert.equal("file gpt-4o 4 " .. #big .. "\n", body)
+    end)
+
+    it("content: invalid JSON becomes a 400 carrying qjson's message", function()
+        local bad = REQUEST:sub(1, 40)
+        runner.on("content", function()
+            local t, err = safe.decode((request_body()))
+            if not t then
+                ngx.status = 400
+                return ngx.print(err)
+            end
+            ngx.print("accepted")
+        end)
+        local status, body = client.request("POST", "/phase/content", bad)
+        local _, err = safe.decode(bad)
+        assert.equal(400, status)
+        assert.matches("^qjson: .* at byte %d+", err)
+        assert.equal(err, body)
+    end)
+
+    it("header_filter and body_filter: a chunked JSON response is rewritten at eof", function()
+        local chunks = { '{"id":"c1","usage":{"total_tokens":', '1234', '},"x":[1,', '2]}' }
+        runner.on("content", function()
+            for _, chunk in ipairs(chunks) do
+                ngx.print(chunk)
+                ngx.flush(true)
+            end
+        end)
+        runner.on("header_filter", function()
+            ngx.header.content_length = nil
+            ngx.header["X-Model"] = qjson.parse(REQUEST):get_str("model")
+        end)
+        runner.on("body_filter", function()
+            local ctx = ngx.ctx
+            ctx.buffered = (ctx.buffered or "") .. (ngx.arg[1] or "")
+            if not ngx.arg[2] then
+                ngx.arg[1] = nil
+                return
+            end
+            local t = qjson.decode(ctx.buffered)
+            t.usage.total_tokens = 0
+            ngx.arg[1] = qjson.encode(t)
+        end)
+        local status, body, headers = client.request("GET", "/phase/body_filter")
+        assert.equal(200, status)
+        assert.equal("gpt-4o", headers["x-model"])
+        assert.equal('{"id":"c1","usage":{"total_tokens":0},"x":[1,2]}', body)
+    end)
+
+    it("log: qjson works after the response is sent", function()
+        local logged
+        runner.on("log", function()
+            local doc = qjson.parse(REQUEST)
+            logged = doc:get_str("messages[0].content") .. "|" .. doc:raw("n")
+        end)
+        local status = client.request("GET", "/phase/log")
+        assert.equal(200, status)
+        assert.equal("caf\195\169 / tea|1e0", logged)
+    end)
+
+    it("documents stay valid across yields and light threads", function()
+        local doc = qjson.parse(REQUEST)
+        local t = qjson.decode(REQUEST)
+        local threads = {}
+        for i = 1, 4 do
+            threads[i] = ngx.thread.spawn(function()
+                ngx.sleep(0.001 * i)
+                local mine = qjson.decode(helper.chat_request(64 * 1024))
+                return mine.messages[i].content[1].text
+            end)
+        end
+        for i = 1, 4 do
+            local ok, text = ngx.thread.wait(threads[i])
+            assert.is_true(ok)
+            assert.equal("message " .. i, text)
+        end
+        assert.equal("gpt-4o", doc:get_str("model"))
+        assert.equal(false, t.stream)
+        assert.equal(REQUEST, qjson.encode(t))
+    end)
+end)
