@@ -51,24 +51,31 @@ cargo_tests() {
     rm -f "$out"
 }
 
-# busted in TAP form: count "ok" / "not ok" lines.
-busted_tests() {
+# A command printing TAP: count "ok" / "not ok" lines.
+tap_tests() {
     local name=$1
     shift
     section "$name"
     local out rc p f
     out=$(mktemp)
-    "$@" -o TAP 2>&1 | tee "$out"
+    "$@" 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
     p=$(grep -c '^ok ' "$out")
     f=$(grep -c '^not ok ' "$out")
     passed=$((passed + p))
     failed=$((failed + f))
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        failed=$((failed + 1)) # a spec file failed to load
+        failed=$((failed + 1)) # a spec file failed to load, or the runner died
     fi
     [ "$rc" -eq 0 ] || failures+=("$name")
     rm -f "$out"
+}
+
+# busted in TAP form.
+busted_tests() {
+    local name=$1
+    shift
+    tap_tests "$name" "$@" -o TAP
 }
 
 for k in "${kernels[@]}"; do
@@ -80,6 +87,10 @@ check "luacheck" luacheck --quiet lua spec benches tools
 check "benchmark harness runs (QUICK=1)" env QUICK=1 luajit benches/lua_bench.lua
 for k in "${kernels[@]}"; do
     busted_tests "busted under LuaJIT (QJSON_KERNEL=$k)" env QJSON_KERNEL="$k" busted --lua=luajit
+done
+
+for k in "${kernels[@]}"; do
+    tap_tests "specs inside nginx (QJSON_KERNEL=$k)" env QJSON_KERNEL="$k" tools/nginx-lua spec/nginx/run.lua
 done
 
 echo
