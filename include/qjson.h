@@ -194,6 +194,14 @@ int qjson_member(qjson_doc *doc, uint32_t key_entry, qjson_value *key, qjson_val
    document and the tape do. */
 int qjson_tape(qjson_doc *doc, uint32_t cursor, const qjson_item **items, size_t *count);
 
+/* Escapes a prefix of src[0..len) into dst[0..cap) as the contents of a
+   JSON string, byte for byte as lua-cjson does (\/ only when escape_slash
+   is non-zero); stops before an escape that would not fit. Returns the
+   bytes written; *consumed is the source bytes they cover. cap >= 6 makes
+   progress on any non-empty src. */
+size_t qjson_escape(const char *src, size_t len, int escape_slash, char *dst, size_t cap,
+                    size_t *consumed);
+
 /* qjson-cdef-end */
 
 /* A lua_CFunction, for package.loadlib: pushes the NULL light userdata

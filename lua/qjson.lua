@@ -18,6 +18,7 @@ local err_cell = qffi.error
 local ffi_string = ffi.string
 local new_doc = doc.new
 local error = error
+local pcall = pcall
 local type = type
 local pairs = pairs
 local ipairs = ipairs
@@ -113,10 +114,9 @@ end
 -- exactly "qjson: ..." (as cjson's are), misuse points at the caller.
 local DATA, MISUSE = 0, 2
 
--- Parses `text` for `fname`; returns the document, or nil, the message
--- and its level.
-local function parse(text, opts, safe, fname)
-    fname = fname or "parse"
+-- Parses `text` for `fname`; returns the native handle (the caller owns
+-- it), or nil, the message and its level.
+local function parse_native(text, opts, fname)
     if type(text) ~= "string" then
         return nil, "bad argument #1 to '" .. fname .. "' (string expected, got "
                     .. type(text) .. ")", MISUSE
@@ -128,6 +128,16 @@ local function parse(text, opts, safe, fname)
     local ptr = C.qjson_parse(text, #text, o, err_cell)
     if ptr == nil then
         return nil, "qjson: " .. ffi_string(err_cell[0].message), DATA
+    end
+    return ptr
+end
+
+-- Parses `text` for `fname`; returns the document, or nil, the message
+-- and its level.
+local function parse(text, opts, safe, fname)
+    local ptr, err, level = parse_native(text, opts, fname or "parse")
+    if not ptr then
+        return nil, err, level
     end
     local d = new_doc(ptr, text, safe)
     pace_collector(ptr)
@@ -147,14 +157,23 @@ end
 -- Decodes `text`: proxies, or plain tables when opts.lazy == false.
 -- Returns the value, or nil, the message and its level.
 local function decode(text, opts)
+    if opts and opts.lazy == false then
+        -- The document lives only while its tape is read: no Lua object,
+        -- no finalizer, nothing for the collector to pace.
+        local ptr, err, level = parse_native(text, opts, "decode")
+        if not ptr then
+            return nil, err, level
+        end
+        local ok, v = pcall(lazy.tape_value, ptr, 0)
+        C.qjson_free(ptr)
+        if not ok then
+            error(v, 0)
+        end
+        return v
+    end
     local d, err, level = parse(text, opts, false, "decode")
     if not d then
         return nil, err, level
-    end
-    if opts and opts.lazy == false then
-        local v = lazy.tape_value(d, 0)
-        d:free()
-        return v
     end
     return lazy.root(d)
 end

@@ -116,6 +116,25 @@ describe("encode agrees with cjson.encode", function()
         end)
     end
 
+    it("escapes every byte and long strings (escaped in slices) as cjson does", function()
+        local bytes = {}
+        for b = 0, 255 do
+            bytes[#bytes + 1] = string.char(b)
+        end
+        local all = table.concat(bytes)
+        assert.equal(cjson.encode(all), qjson.encode(all))
+        assert.equal(cjson.encode({ [all] = all }), qjson.encode({ [all] = all }))
+        -- Past one slice of output, with escapes straddling slice ends.
+        for _, n in ipairs({ 174762, 174763, 400000 }) do
+            local plain = string.rep("a", n)
+            local mixed = string.rep('ab"/\n\1x', math.ceil(n / 8)):sub(1, n)
+            local dense = string.rep("\1", n)
+            for _, s in ipairs({ plain, mixed, dense }) do
+                assert(cjson.encode(s) == qjson.encode(s), "long string of " .. n .. " differs")
+            end
+        end
+    end)
+
     it("rounds numbers halfway between two 14-digit decimals to even, as cjson does", function()
         -- cjson prints with the C library's snprintf, which rounds to even;
         -- LuaJIT's own "%.14g" rounds these up.

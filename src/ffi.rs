@@ -13,6 +13,7 @@ use std::panic::catch_unwind;
 
 use crate::document::{Document, pool};
 use crate::error::{Error, ErrorCode};
+use crate::escape;
 use crate::navigate::ValueType;
 use crate::navigate::tape::Item;
 use crate::scan;
@@ -636,4 +637,46 @@ pub unsafe extern "C" fn qjson_lua_null(state: *mut c_void) -> c_int {
     // the LUA_MINSTACK slots every C function may use.
     unsafe { push(state, ptr::null_mut()) };
     1
+}
+
+/// Escapes a prefix of `src[..len]` into `dst[..cap]` like lua-cjson;
+/// returns the bytes written and sets `*consumed` to the source bytes they
+/// cover (never a cut escape).
+///
+/// # Safety
+/// `src` is valid for `len` reads, `dst` for `cap` writes, `consumed` for
+/// one write; `dst` does not overlap `src`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_escape(
+    src: *const c_char,
+    len: usize,
+    escape_slash: c_int,
+    dst: *mut c_char,
+    cap: usize,
+    consumed: *mut usize,
+) -> usize {
+    let mut written = 0;
+    let status = guarded(|| {
+        if src.is_null() || dst.is_null() || consumed.is_null() {
+            return ErrorCode::BadArgument as c_int;
+        }
+        // SAFETY: the caller guarantees both ranges and that they do not
+        // overlap.
+        let (src, dst) = unsafe {
+            (
+                core::slice::from_raw_parts(src.cast::<u8>(), len),
+                core::slice::from_raw_parts_mut(dst.cast::<u8>(), cap),
+            )
+        };
+        let (read, wrote) = escape::escape(src, escape_slash != 0, dst);
+        // SAFETY: checked non-null; the caller guarantees it is writable.
+        unsafe { *consumed = read };
+        written = wrote;
+        OK
+    });
+    if status != OK && !consumed.is_null() {
+        // SAFETY: as above.
+        unsafe { *consumed = 0 };
+    }
+    written
 }

@@ -12,6 +12,7 @@
 //! | navigate | [`navigate`] | cursor + path or JSON Pointer → cursor, O(1) steps over values |
 //! | values | [`values`] | cursor → unescaped string, exact `i64`, correctly rounded `f64` |
 //! | document | [`document`] | owns one text's index and scratch; pooled for reuse |
+//! | escape | [`escape`] | Lua string → JSON string contents, escaped like lua-cjson (for `qjson.encode`) |
 //! | errors | [`error`] | one code enum (mirrored in `include/qjson.h`) and its messages |
 //!
 //! Nothing is read out of a document before the whole text has been
@@ -20,6 +21,7 @@
 //! with a worked example.
 pub mod document;
 pub mod error;
+pub mod escape;
 pub mod ffi;
 pub mod index;
 pub mod navigate;

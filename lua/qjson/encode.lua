@@ -67,21 +67,6 @@ local config = {
     max_depth = 1000,
 }
 
-local ESCAPES = {
-    ['"'] = '\\"', ["\\"] = "\\\\", ["/"] = "\\/",
-    ["\b"] = "\\b", ["\f"] = "\\f", ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t",
-}
-for byte = 0, 31 do
-    local c = string.char(byte)
-    ESCAPES[c] = ESCAPES[c] or str_format("\\u%04x", byte)
-end
-ESCAPES["\127"] = "\\u007f"
-local ESCAPES_KEEP_SLASH = setmetatable({ ["/"] = "/" }, { __index = ESCAPES })
-
--- %c is iscntrl: bytes 0-31 and 127, exactly the control bytes cjson escapes.
-local NEEDS_ESCAPE = '[%c"\\/]'
-local NEEDS_ESCAPE_KEEP_SLASH = '[%c"\\]'
-
 local buf = buffer.new()
 local key_cell = ffi.new("qjson_value[1]")
 
@@ -89,14 +74,33 @@ local function fail(kind, reason)
     error("Cannot serialise " .. kind .. ": " .. reason, 0)
 end
 
+-- Strings are escaped natively (src/escape.rs), straight into buf, in
+-- slices of at most ESCAPE_SLICE output bytes, so a long string needs no
+-- worst-case (6x) reservation.
+local ESCAPE_SLICE = 1024 * 1024
+local consumed = ffi.new("size_t[1]")
+
 local function put_string(s)
-    local pattern = config.escape_slash and NEEDS_ESCAPE or NEEDS_ESCAPE_KEEP_SLASH
-    if not str_find(s, pattern) then
-        buf:put('"', s, '"')
-        return
+    local len = #s
+    local slash = config.escape_slash and 1 or 0
+    buf:put('"')
+    if len <= ESCAPE_SLICE / 6 then
+        local p, room = buf:reserve(len * 6)
+        buf:commit(C.qjson_escape(s, len, slash, p, room, consumed))
+    else
+        local src = ffi_cast("const char *", s)
+        local done = 0
+        while done < len do
+            local want = (len - done) * 6
+            if want > ESCAPE_SLICE then
+                want = ESCAPE_SLICE
+            end
+            local p, room = buf:reserve(want)
+            buf:commit(C.qjson_escape(src + done, len - done, slash, p, room, consumed))
+            done = done + tonumber(consumed[0])
+        end
     end
-    local escaped = str_gsub(s, pattern, config.escape_slash and ESCAPES or ESCAPES_KEEP_SLASH)
-    buf:put('"', escaped, '"')
+    buf:put('"')
 end
 
 -- cjson formats numbers with the C library's snprintf, which rounds a
@@ -204,10 +208,24 @@ local function put_key(k)
     end
 end
 
-local function put_table(t, depth)
+-- The deepest table entered by the current encode: when a nesting within
+-- encode_max_depth still exhausts the Lua stack, the error says how deep
+-- it got, as cjson's does when lua_checkstack fails.
+local deepest = 0
+
+local function nesting_error(depth)
+    error(str_format("Cannot serialise, excessive nesting (%d)", depth), 0)
+end
+
+local function enter(depth)
     if depth > config.max_depth then
-        error(str_format("Cannot serialise, excessive nesting (%d)", depth), 0)
+        nesting_error(depth)
     end
+    if depth > deepest then deepest = depth end
+end
+
+local function put_table(t, depth)
+    enter(depth)
     local mt = getmetatable(t)
     if mt == array_mt then
         return put_array(t, #t, depth)
@@ -389,9 +407,7 @@ local function put_array_splice(proxy, st, base, depth)
 end
 
 local function put_proxy(v, st, depth)
-    if depth > config.max_depth then
-        error(str_format("Cannot serialise, excessive nesting (%d)", depth), 0)
-    end
+    enter(depth)
     local base = ffi_cast("const char *", st.doc.src)
     if not st.dirty then
         local from, to = span(st, base, st.cur)
@@ -459,11 +475,15 @@ function _M.encode(v)
     end
     buf:reset()
     pending_base, pending_from, pending_to = nil, 0, 0
+    deepest = 0
     local ok, err = pcall(put_top, v)
     flush()
     pending_base = nil
     if not ok then
         buf:reset()
+        if type(err) == "string" and str_find(err, "stack overflow", 1, true) then
+            nesting_error(deepest)
+        end
         error(err, 0)
     end
     local out = buf:tostring()

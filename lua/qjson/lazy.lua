@@ -311,80 +311,91 @@ function _M.ipairs(v)
     return ipairs(v)
 end
 
--- Builds plain tables from a tape (see src/navigate/tape.rs): one pass,
--- an explicit stack, tables presized from the counts.
-local function build(items, count)
-    local tables, lefts, keys, is_object = {}, {}, {}, {}
-    local depth = 0
-    local root
-    local i = 0
-    while i < count do
-        local item = items[i]
-        i = i + 1
-        local ty = item.type
-        local v, open
-        if ty == T_STRING then
-            v = ffi_string(item.str, item.len)
-        elseif ty == T_NUMBER then
-            v = item.num
-        elseif ty == T_OBJECT then
-            v = new_tab(0, item.len)
-            open = item.len
-        elseif ty == T_ARRAY then
-            local n = item.len
-            if n == 0 then
-                v = setmetatable({}, empty_array_mt)
-            else
-                v = new_tab(n, 0)
-                open = n
-            end
-        elseif ty == T_TRUE then
-            v = true
-        elseif ty == T_FALSE then
-            v = false
-        else
-            v = null
+-- Builds plain tables from a tape (see src/navigate/tape.rs) in one pass
+-- with an explicit stack: the container on top is filled by a tight loop
+-- over its items (scalars inline), which only breaks out to descend into a
+-- non-empty child and resumes after it.
+
+-- The value of a scalar item, or a presized empty table for a container
+-- item plus its item count.
+local function item_value(item)
+    local ty = item.type
+    if ty == T_STRING then
+        return ffi_string(item.str, item.len), 0
+    elseif ty == T_NUMBER then
+        return item.num, 0
+    elseif ty == T_OBJECT then
+        return new_tab(0, item.len), item.len
+    elseif ty == T_ARRAY then
+        local n = item.len
+        if n == 0 then
+            return setmetatable({}, empty_array_mt), 0
         end
-        if depth == 0 then
-            root = v
-        elseif is_object[depth] then
-            local key = keys[depth]
-            if key == nil then
-                keys[depth] = v
-                v = nil
-            else
-                tables[depth][key] = v
-                keys[depth] = nil
-            end
-        else
-            local t = tables[depth]
-            t[#t + 1] = v
-        end
-        if v ~= nil and depth > 0 then
-            local left = lefts[depth] - 1
-            lefts[depth] = left
-            if open and open > 0 then
-                depth = depth + 1
-                tables[depth], lefts[depth], keys[depth] = v, open, nil
-                is_object[depth] = ty == T_OBJECT
-            else
-                while depth > 0 and lefts[depth] == 0 do
-                    depth = depth - 1
+        return new_tab(n, 0), n
+    elseif ty == T_TRUE then
+        return true, 0
+    elseif ty == T_FALSE then
+        return false, 0
+    end
+    return null, 0
+end
+
+local function build(items)
+    local root, open = item_value(items[0])
+    if open == 0 then
+        return root
+    end
+    -- Per open container: the table, the items it still expects, whether
+    -- it is an object, and (arrays) the next index to fill.
+    local tables, lefts, objects, nexts = { root }, { open }, { items[0].type == T_OBJECT }, { 1 }
+    local depth = 1
+    local i = 1
+    while depth > 0 do
+        local t, left = tables[depth], lefts[depth]
+        if objects[depth] then
+            while left > 0 do
+                local key_item = items[i]
+                local key = ffi_string(key_item.str, key_item.len)
+                local v, n = item_value(items[i + 1])
+                i = i + 2
+                left = left - 1
+                t[key] = v
+                if n > 0 then
+                    lefts[depth] = left
+                    depth = depth + 1
+                    tables[depth], lefts[depth], nexts[depth] = v, n, 1
+                    objects[depth] = items[i - 1].type == T_OBJECT
+                    goto descend
                 end
             end
-        elseif v ~= nil and open and open > 0 then
-            depth = 1
-            tables[1], lefts[1], keys[1] = v, open, nil
-            is_object[1] = ty == T_OBJECT
+        else
+            local at = nexts[depth]
+            while left > 0 do
+                local v, n = item_value(items[i])
+                i = i + 1
+                left = left - 1
+                t[at] = v
+                at = at + 1
+                if n > 0 then
+                    lefts[depth], nexts[depth] = left, at
+                    depth = depth + 1
+                    tables[depth], lefts[depth], nexts[depth] = v, n, 1
+                    objects[depth] = items[i - 1].type == T_OBJECT
+                    goto descend
+                end
+            end
         end
+        depth = depth - 1
+        ::descend::
     end
     return root
 end
 
--- Plain tables for the value at cursor of doc (any value type).
-function _M.tape_value(doc, cursor)
-    C.qjson_tape(doc.ptr, cursor, items_out, count_out)
-    return build(items_out[0], tonumber(count_out[0]))
+-- Plain tables for the value at cursor of the native document ptr (any
+-- value type).
+function _M.tape_value(ptr, cursor)
+    C.qjson_tape(ptr, cursor, items_out, count_out)
+    return build(items_out[0])
 end
 
 -- Deep-converts v to plain Lua tables: what cjson.decode gives for the
@@ -394,7 +405,7 @@ local function materialize(v)
     local st = state_of(v)
     if st then
         if not st.dirty then
-            return _M.tape_value(st.doc, st.cur)
+            return _M.tape_value(st.doc.ptr, st.cur)
         end
         if st.kind == T_ARRAY then
             local n = st.n
