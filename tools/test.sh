@@ -92,6 +92,8 @@ done
 for k in "${kernels[@]}"; do
     tap_tests "specs inside nginx (QJSON_KERNEL=$k)" env QJSON_KERNEL="$k" tools/nginx-lua spec/nginx/run.lua
 done
+tap_tests "install: luarocks (both rockspecs), make install, loaded from the tree" \
+    tools/test_install.sh
 
 echo
 if [ ${#failures[@]} -gt 0 ]; then
