@@ -94,6 +94,7 @@ for k in "${kernels[@]}"; do
 done
 tap_tests "install: luarocks (both rockspecs), make install, loaded from the tree" \
     tools/test_install.sh
+check "qjson.sse in a real nginx body filter" tools/nginx-lua spec/nginx/sse_body_filter.lua
 
 echo
 if [ ${#failures[@]} -gt 0 ]; then

@@ -1,0 +1,77 @@
+-- qjson.sse in a real body filter, as README shows it:
+--
+--   tools/nginx-lua spec/nginx/sse_body_filter.lua
+--
+-- The content phase of one real request streams a chat completion (CRLF
+-- lines) in 7-byte prints, each flushed, so the body filter sees it split
+-- inside lines, CRLF pairs and UTF-8 sequences; one event carries invalid
+-- JSON. The filter reads every event; the run checks what it saw. Raises
+-- (exit status 1) on any difference.
+
+local runner = require("nginx_runner")
+local here = arg[0]:match("^(.*/)") or "./"
+package.path = here .. "?.lua;" .. package.path
+local client = require("nginx_client")
+local sse = require("qjson.sse")
+
+local PIECES = { "Hel", "lo ", "Привет ", "😀", " 日本", "語" }
+local lines = {}
+for _, piece in ipairs(PIECES) do
+    lines[#lines + 1] = 'data: {"object":"chat.completion.chunk","choices":[{"index":0,'
+                        .. '"delta":{"content":"' .. piece .. '"}}]}\r\n\r\n'
+end
+lines[#lines + 1] = 'data: {"choices":[{"delta":{"content":"lost"\r\n\r\n'
+lines[#lines + 1] = ': keep-alive\r\n\r\n'
+lines[#lines + 1] = 'data: {"choices":[],"usage":{"prompt_tokens":9,"total_tokens":15}}\r\n\r\n'
+lines[#lines + 1] = "data: [DONE]\r\n\r\n"
+local STREAM = table.concat(lines)
+
+local seen
+
+runner.on("content", function()
+    ngx.header["Content-Type"] = "text/event-stream"
+    -- The client speaks HTTP/1.0: without a length, the Lua module would
+    -- buffer the whole response and the filter would see one chunk.
+    ngx.header["Content-Length"] = #STREAM
+    for i = 1, #STREAM, 7 do
+        ngx.print(STREAM:sub(i, i + 6))
+        ngx.flush(true)
+    end
+end)
+
+runner.on("body_filter", function()
+    local ctx = ngx.ctx
+    local stream = ctx.sse or sse.new()
+    ctx.sse = stream
+    ctx.calls = (ctx.calls or 0) + 1
+    ctx.text = ctx.text or {}
+    ctx.errors = ctx.errors or {}
+    local events = ngx.arg[2] and stream:finish(ngx.arg[1]) or stream:feed(ngx.arg[1])
+    for _, ev in ipairs(events) do
+        local doc, err = ev:parse()
+        if doc then
+            ctx.text[#ctx.text + 1] = doc:get_str("choices[0].delta.content")
+            ctx.total = doc:get_i64("usage.total_tokens") or ctx.total
+        elseif ev.done then
+            ctx.done = true
+        else
+            ctx.errors[#ctx.errors + 1] = err
+        end
+    end
+    if ngx.arg[2] then
+        seen = ctx
+    end
+end)
+
+local status, body = client.request("GET", "/phase/sse")
+assert(status == 200, "status " .. tostring(status))
+assert(body == STREAM, "the filter changed the body")
+assert(seen, "the body filter never saw the end of the stream")
+assert(seen.calls > #lines, "the body came in " .. seen.calls .. " chunks, expected many")
+assert(table.concat(seen.text) == table.concat(PIECES), table.concat(seen.text))
+assert(tonumber(seen.total) == 15, "usage: " .. tostring(seen.total))
+assert(seen.done, "[DONE] not seen")
+assert(#seen.errors == 1 and seen.errors[1]:match("^qjson: .* at byte %d+"),
+       "errors: " .. table.concat(seen.errors, "; "))
+print("qjson.sse read " .. #PIECES .. " deltas, usage and [DONE] from " .. seen.calls
+      .. " body_filter calls")
