@@ -398,10 +398,10 @@ function _M.tape_value(ptr, cursor)
     return build(items_out[0])
 end
 
--- Deep-converts v to plain Lua tables: what cjson.decode gives for the
--- same text (plus empty_array_mt on empty arrays), with any changes made
--- through proxies applied.
-local function materialize(v)
+-- One level of materialize: a copy of v's own entries (children not yet
+-- converted) and true, or, for a scalar or an unchanged proxy, the
+-- finished value.
+local function materialize_level(v)
     local st = state_of(v)
     if st then
         if not st.dirty then
@@ -413,23 +413,60 @@ local function materialize(v)
             for i = 1, n do
                 local e = v[i]
                 if e == nil then e = null end
-                out[i] = materialize(e)
+                out[i] = e
             end
             if n == 0 then setmetatable(out, empty_array_mt) end
-            return out
+            return out, true
         end
         local out = {}
         for k, e in object_pairs(v) do
-            out[k] = materialize(e)
+            out[k] = e
         end
-        return out
+        return out, true
     end
     if type(v) ~= "table" then return v end
     local out = {}
     for k, e in next, v do
-        out[k] = materialize(e)
+        out[k] = e
     end
-    return setmetatable(out, getmetatable(v))
+    return setmetatable(out, getmetatable(v)), true
+end
+
+-- Deep-converts v to plain Lua tables: what cjson.decode gives for the
+-- same text (plus empty_array_mt on empty arrays), with any changes made
+-- through proxies applied. Depth-first over an explicit stack rather than
+-- by recursion, so a tree of any depth converts (a document parsed with a
+-- large max_depth, then changed deep down); the tables on the current
+-- path are tracked, so one that contains itself raises instead of
+-- looping.
+local function materialize(v)
+    local root, open = materialize_level(v)
+    if not open then return root end
+    local outs, keys, sources, on_path = { root }, {}, { v }, { [v] = true }
+    local depth = 1
+    while depth > 0 do
+        local out = outs[depth]
+        local k, e = next(out, keys[depth])
+        if k == nil then
+            on_path[sources[depth]] = nil
+            depth = depth - 1
+        else
+            keys[depth] = k
+            if type(e) == "table" then
+                if on_path[e] then
+                    error("qjson: cannot materialize a table that contains itself", 2)
+                end
+                local converted, children = materialize_level(e)
+                out[k] = converted
+                if children then
+                    depth = depth + 1
+                    outs[depth], keys[depth], sources[depth] = converted, nil, e
+                    on_path[e] = true
+                end
+            end
+        end
+    end
+    return root
 end
 _M.materialize = materialize
 
