@@ -11,3 +11,4 @@ files["benches/payloads.lua"] = { ignore = { "631" } }
 files["tools/nginx/"] = { std = "+ngx_lua" }
 files["spec/nginx/"] = { std = "+busted+ngx_lua" }
 files["spec/nginx/run.lua"] = { read_globals = { "exit" } }
+files["examples/gateway/"] = { std = "+ngx_lua" }

@@ -21,15 +21,19 @@ nginx_load_modules() {
 
 # Main-context directives that keep nginx inside PREFIX. A root master
 # would hand the worker to "nobody", which cannot read a build tree under
-# /root; the worker keeps the caller's identity instead.
+# /root; the worker keeps the caller's identity instead. nginx clears the
+# environment of its workers; QJSON_* variables are passed through.
 nginx_main_conf() {
-    local prefix=$1
+    local prefix=$1 name
     nginx_load_modules || return 1
     echo "pid $prefix/nginx.pid;"
     echo "error_log $prefix/error.log ${NGINX_LOG_LEVEL:-warn};"
     if [ "$(id -u)" -eq 0 ]; then
         echo "user root;"
     fi
+    for name in $(compgen -e | grep "^QJSON_"); do
+        echo "env $name;"
+    done
 }
 
 # http-context temp paths under PREFIX: nginx's compiled-in ones are under
@@ -98,4 +102,43 @@ nginx_stop() {
     done
     kill -KILL "$pid" 2>/dev/null
     return 0
+}
+
+# nginx_gateway_conf PREFIX PORT UPSTREAM_PORT BODY_BUFFER CODEC HASH: writes
+# PREFIX/nginx.conf running examples/gateway (gateway.conf + upstream.conf)
+# with one worker; see gateway.conf for what each argument sets.
+nginx_gateway_conf() {
+    local prefix=$1 port=$2 upstream_port=$3 buffer=$4 codec=$5 hash=$6
+    local repo
+    repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    {
+        nginx_main_conf "$prefix" || return 1
+        echo "daemon off;"
+        echo "worker_processes 1;"
+        echo "events { worker_connections 1024; }"
+        echo "http {"
+        nginx_temp_conf "$prefix"
+        cat "$repo/examples/gateway/gateway.conf" "$repo/examples/gateway/upstream.conf"
+        echo "}"
+    } | sed -e "s|@REPO@|$repo|g" -e "s|@PORT@|$port|g" -e "s|@UPSTREAM_PORT@|$upstream_port|g" \
+            -e "s|@BODY_BUFFER@|$buffer|g" -e "s|@CODEC@|$codec|g" -e "s|@UPSTREAM_HASH@|$hash|g" \
+            >"$prefix/nginx.conf"
+}
+
+# nginx_gateway_start PREFIX BODY_BUFFER CODEC HASH: picks two free ports,
+# writes the config and starts it, retrying when a port was taken. Sets
+# GATEWAY_PORT and UPSTREAM_PORT.
+nginx_gateway_start() {
+    local prefix=$1 attempt rc
+    for attempt in 1 2 3 4 5; do
+        GATEWAY_PORT=$(nginx_free_port)
+        UPSTREAM_PORT=$(nginx_free_port)
+        [ "$GATEWAY_PORT" != "$UPSTREAM_PORT" ] || continue
+        nginx_gateway_conf "$prefix" "$GATEWAY_PORT" "$UPSTREAM_PORT" "$2" "$3" "$4" || return 1
+        nginx_start "$prefix"
+        rc=$?
+        [ "$rc" -eq 2 ] || return "$rc"
+    done
+    echo "nginx: no free ports after $attempt tries" >&2
+    return 1
 }

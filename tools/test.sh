@@ -83,7 +83,7 @@ for k in "${kernels[@]}"; do
 done
 check "cargo clippy -D warnings" cargo clippy --release --all-targets --quiet -- -D warnings
 check "cargo fmt --check" cargo fmt --check
-check "luacheck" luacheck --quiet lua spec benches tools
+check "luacheck" luacheck --quiet lua spec benches tools examples
 check "benchmark harness runs (QUICK=1)" env QUICK=1 luajit benches/lua_bench.lua
 for k in "${kernels[@]}"; do
     busted_tests "busted under LuaJIT (QJSON_KERNEL=$k)" env QJSON_KERNEL="$k" busted --lua=luajit
@@ -91,6 +91,7 @@ done
 
 for k in "${kernels[@]}"; do
     tap_tests "specs inside nginx (QJSON_KERNEL=$k)" env QJSON_KERNEL="$k" tools/nginx-lua spec/nginx/run.lua
+    tap_tests "gateway example in nginx (QJSON_KERNEL=$k)" env QJSON_KERNEL="$k" tools/gateway-test
 done
 tap_tests "install: luarocks (both rockspecs), make install, loaded from the tree" \
     tools/test_install.sh
