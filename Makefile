@@ -28,6 +28,11 @@ test: build
 bench: deps-bench build
 	tools/bench.sh
 
+# make bench, then rewrite docs/benchmarks.md's generated part and its chart.
+.PHONY: bench-report
+bench-report: deps-bench build
+	REPORT=1 tools/bench.sh
+
 # make install [PREFIX=/usr/local] [DESTDIR=...] [LUA_DIR=...] [LIB_DIR=...]:
 # the Lua modules into LUA_DIR and libqjson.so into LIB_DIR, where
 # package.cpath (and so lua/qjson/ffi.lua) finds it. Needs only cargo, no

@@ -7,8 +7,9 @@
 //! the median of 7 rounds of at least 50 ms each.
 //!
 //! Run with `cargo bench --bench core [-- FILE...]`: the corpus from
-//! `$QJSON_DATA/corpus` (default `../shared/data/corpus`), generated chat
-//! requests, and any files named on the command line.
+//! `$QJSON_DATA/corpus` (default `../shared/data/corpus`) and the files
+//! named on the command line (`make bench` passes the Lua benchmark's
+//! payloads, written by `luajit benches/payloads.lua DIR`).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -17,35 +18,6 @@ use qjson::document::Document;
 use qjson::index::Index;
 use qjson::scan::{self, Kernel};
 use qjson::validate::Options;
-
-/// A chat-completion request of about `bytes` bytes whose messages each
-/// carry a short text part and a base64 image part (a seeded generator,
-/// the same shape the Lua benchmarks use).
-fn chat_request(bytes: usize, messages: usize) -> Vec<u8> {
-    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut seed: u32 = 12345;
-    let image_len = (bytes / messages).saturating_sub(160).max(16);
-    let mut out = br#"{"model":"gpt-4o","temperature":0.7,"messages":["#.to_vec();
-    for i in 0..messages {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(
-            format!(
-                r#"{{"role":"user","content":[{{"type":"text","text":"message {}"}},{{"type":"image_url","image_url":{{"url":"data:image/jpeg;base64,"#,
-                i + 1
-            )
-            .as_bytes(),
-        );
-        for _ in 0..image_len {
-            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            out.push(B64[(seed >> 16) as usize % 64]);
-        }
-        out.extend_from_slice(br#""}}]}"#);
-    }
-    out.extend_from_slice(b"]}");
-    out
-}
 
 /// GB/s of `f` over `len` bytes: the median of 7 rounds.
 fn gbps(len: usize, mut f: impl FnMut()) -> f64 {
@@ -75,13 +47,14 @@ fn main() {
         }
     }
     for path in std::env::args().skip(1).filter(|a| !a.starts_with("--")) {
+        let name = std::path::Path::new(&path)
+            .file_stem()
+            .map_or(path.clone(), |stem| stem.to_string_lossy().into_owned());
         match std::fs::read(&path) {
-            Ok(bytes) => payloads.push((path, bytes)),
+            Ok(bytes) => payloads.push((name, bytes)),
             Err(e) => eprintln!("skipping {path}: {e}"),
         }
     }
-    payloads.push(("chat 1 MB".into(), chat_request(1 << 20, 4)));
-    payloads.push(("chat 10 MB".into(), chat_request(10 << 20, 10)));
 
     let opts = Options::default();
     println!(

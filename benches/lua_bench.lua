@@ -5,6 +5,11 @@
 --                                                process each, then tables
 --   luajit benches/lua_bench.lua SCENARIO        one scenario (what the
 --                                                parent runs), raw rows
+--   luajit benches/lua_bench.lua --report DOC PNG [NATIVE]
+--                                                also writes the generated
+--                                                part of DOC (markdown), the
+--                                                chart PNG (gnuplot) and the
+--                                                native results file NATIVE
 --   QUICK=1 ...                                  a few calls per row: checks
 --                                                the harness, not the speed
 --
@@ -35,14 +40,19 @@ local function now()
     return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
 end
 
-local function peak_rss_kb()
-    local f = io.open("/proc/self/status")
+local function read_file(path)
+    local f = io.open(path, "rb")
     if not f then
-        return 0
+        return nil
     end
-    local kb = f:read("*a"):match("VmHWM:%s*(%d+)")
+    local s = f:read("*a")
     f:close()
-    return tonumber(kb) or 0
+    return s
+end
+
+local function peak_rss_kb()
+    local status = read_file("/proc/self/status") or ""
+    return tonumber(status:match("VmHWM:%s*(%d+)")) or 0
 end
 
 local simdjson
@@ -53,156 +63,239 @@ do
     end
 end
 
--- Workloads: each takes the JSON text and returns a value summarising
--- what it read, compared with cjson's before timing.
-
--- Sum of what a gateway reads from a chat request: the model, the
--- temperature and every message's first text part.
-local function chat_digest(model, temperature, texts)
-    return #model + temperature + texts
+local function simdjson_decode(s)
+    return simdjson:decode(s)
 end
 
--- The reads on plain tables from a decoder returning them.
-local function read_tables(decode)
-    return function(s)
-        local t = decode(s)
+-- Deep equality of decoded values (metatables ignored: qjson marks empty
+-- arrays with empty_array_mt, cjson 2.1 has nothing to mark them with).
+local function same(a, b)
+    if a == b then
+        return true
+    end
+    if type(a) ~= "table" or type(b) ~= "table" then
+        return false
+    end
+    for k, v in next, a do
+        if not same(v, b[k]) then
+            return false
+        end
+    end
+    for k in next, b do
+        if a[k] == nil then
+            return false
+        end
+    end
+    return true
+end
+
+local function rawlen(t)
+    return #t
+end
+
+-- Payload shapes: what a gateway reads from each kind of body and the
+-- changes it makes. `read(t, len)` works on plain tables (len = #) and on
+-- proxies (len = qjson.len); `read_doc(doc)` does the same reads with
+-- qjson.parse's path getters. Each returns a number summarising the reads.
+local shapes = {}
+
+shapes.chat = {
+    read = function(t, len)
         local texts = 0
         local messages = t.messages
-        for i = 1, #messages do
+        for i = 1, len(messages) do
             texts = texts + #messages[i].content[1].text
         end
-        return chat_digest(t.model, t.temperature, texts)
+        return #t.model + t.temperature + texts
+    end,
+    read_doc = function(doc)
+        local texts = 0
+        for i = 0, doc:len("messages") - 1 do
+            texts = texts + #doc:get_str("messages[" .. i .. "].content[0].text")
+        end
+        return #doc:get_str("model") + doc:get_f64("temperature") + texts
+    end,
+    modify_top = function(t) t.model = "gpt-4o-mini" end,
+    add = function(t) t.x_gateway = "u-1" end,
+    modify_nested = function(t) t.messages[1].content[1].text = "redacted" end,
+}
+
+shapes.github = {
+    read = function(t, len)
+        local sum = 0
+        for i = 1, len(t) do
+            local issue = t[i]
+            sum = sum + #issue.title + #issue.user.login + len(issue.labels) + issue.number
+        end
+        return sum
+    end,
+    read_doc = function(doc)
+        local sum = 0
+        for i = 0, doc:len() - 1 do
+            local issue = doc:open("[" .. i .. "]")
+            sum = sum + #issue:get_str("title") + #issue:get_str("user.login")
+                  + issue:len("labels") + issue:get_f64("number")
+        end
+        return sum
+    end,
+    modify_top = function(t) t[1].state = "closed" end,
+    add = function(t) t[1].x_gateway = "u-1" end,
+    modify_nested = function(t) t[1].user.login = "redacted" end,
+}
+
+shapes.sse = {
+    read = function(t)
+        local delta = t.choices[1].delta
+        return #t.model + #(delta.content or "")
+    end,
+    read_doc = function(doc)
+        local content = doc:get("choices[0].delta.content")
+        return #doc:get_str("model") + #(content or "")
+    end,
+    modify_top = function(t) t.model = "gpt-4o" end,
+    add = function(t) t.x_gateway = "u-1" end,
+    modify_nested = function(t) t.choices[1].delta.content = "redacted" end,
+}
+
+-- Workloads: a label and, per library, a function of one payload text
+-- whose result `verify(result, cjson's result)` checks once before timing.
+-- The plain tables the encode workload starts from, made before timing.
+local plain_of = {}
+
+local function same_when_decoded(got, expected)
+    return same(cjson.decode(got), cjson.decode(expected))
+end
+
+-- Decode, change with `change` (or not), encode; per library.
+local function edits(change)
+    local function plain(decode)
+        return function(s)
+            local t = decode(s)
+            if change then change(t) end
+            return cjson.encode(t)
+        end
     end
+    return {
+        cjson = plain(cjson.decode),
+        simdjson = simdjson and plain(simdjson_decode),
+        ["qjson.decode"] = function(s)
+            local t = qjson.decode(s)
+            if change then change(t) end
+            return qjson.encode(t)
+        end,
+    }
 end
 
-local read = { cjson = read_tables(cjson.decode) }
-if simdjson then
-    read.simdjson = read_tables(function(s) return simdjson:decode(s) end)
-end
+local roundtrip = { "decode + encode unmodified", same_when_decoded, edits(nil) }
 
-read["qjson.parse"] = function(s)
-    local doc = qjson.parse(s)
-    local texts = 0
-    for i = 0, doc:len("messages") - 1 do
-        texts = texts + #doc:get_str("messages[" .. i .. "].content[0].text")
+-- The reads and changes of a payload shape.
+local function workloads_for(shape)
+    local read, read_doc = shape.read, shape.read_doc
+    local function plain_read(decode)
+        return function(s) return read(decode(s), rawlen) end
     end
-    return chat_digest(doc:get_str("model"), doc:get_f64("temperature"), texts)
+    return {
+        { "read fields", same, {
+            cjson = plain_read(cjson.decode),
+            simdjson = simdjson and plain_read(simdjson_decode),
+            ["qjson.parse"] = function(s) return read_doc(qjson.parse(s)) end,
+            ["qjson.decode"] = function(s) return read(qjson.decode(s), qjson.len) end,
+        } },
+        roundtrip,
+        { "modify a top-level field + encode", same_when_decoded, edits(shape.modify_top) },
+        { "add a field + encode", same_when_decoded, edits(shape.add) },
+        { "modify a nested field + encode", same_when_decoded, edits(shape.modify_nested) },
+    }
 end
 
-read["qjson.decode"] = function(s)
-    local t = qjson.decode(s)
-    local texts = 0
-    local messages = t.messages
-    for i = 1, qjson.len(messages) do
-        texts = texts + #messages[i].content[1].text
-    end
-    return chat_digest(t.model, t.temperature, texts)
-end
+local EAGER = { lazy = false }
 
--- Decode and re-encode unchanged; then with one change of each kind. The
--- check value is the output's length (cjson's output differs in bytes:
--- key order and spacing; compared by length after the same change).
-local roundtrip = {
-    cjson = function(s) return #cjson.encode(cjson.decode(s)) > 0 end,
-    ["qjson.decode"] = function(s) return #qjson.encode(qjson.decode(s)) > 0 end,
-}
-local modify_model = {
-    cjson = function(s)
-        local t = cjson.decode(s)
-        t.model = "gpt-4o-mini"
-        return cjson.decode(cjson.encode(t)).model == "gpt-4o-mini"
-    end,
-    ["qjson.decode"] = function(s)
-        local t = qjson.decode(s)
-        t.model = "gpt-4o-mini"
-        return #qjson.encode(t) == #s + 5
-    end,
-}
--- A key no payload has, so the change is an addition everywhere.
-local ADDED = ',"x_gateway":"u-1"'
-local add_field = {
-    cjson = function(s)
-        local t = cjson.decode(s)
-        t.x_gateway = "u-1"
-        return #cjson.encode(t) > 0
-    end,
-    ["qjson.decode"] = function(s)
-        local t = qjson.decode(s)
-        t.x_gateway = "u-1"
-        return #qjson.encode(t) == #s + #ADDED
-    end,
-}
-local modify_nested = {
-    cjson = function(s)
-        local t = cjson.decode(s)
-        t.messages[1].content[1].text = "redacted"
-        return #cjson.encode(t) > 0
-    end,
-    ["qjson.decode"] = function(s)
-        local t = qjson.decode(s)
-        t.messages[1].content[1].text = "redacted"
-        return #qjson.encode(t) > 0
-    end,
-}
+local read_everything = { "read everything (plain tables)", same, {
+    cjson = cjson.decode,
+    simdjson = simdjson and simdjson_decode,
+    ["qjson eager"] = function(s) return qjson.decode(s, EAGER) end,
+    ["qjson materialize"] = function(s) return qjson.materialize(qjson.decode(s)) end,
+} }
 
--- A full validating parse with nothing read (qjson) against a full decode.
-local parse = {
-    cjson = function(s)
-        return type(cjson.decode(s))
-    end,
+-- cjson.encode's output exactly, not just the same value.
+local encode_plain = { "encode plain tables", function(a, b) return a == b end, {
+    cjson = function(s) return cjson.encode(plain_of[s]) end,
+    qjson = function(s) return qjson.encode(plain_of[s]) end,
+} }
+
+local validate = { "validate whole text", function(a, b) return a == b end, {
+    cjson = function(s) return type(cjson.decode(s)) end,
+    simdjson = simdjson and function(s) return type(simdjson:decode(s)) end,
     ["qjson.parse"] = function(s)
-        return qjson.parse(s):typeof() == "object" and "table"
+        local kind = qjson.parse(s):typeof()
+        return (kind == "object" or kind == "array") and "table" or kind
     end,
-}
-if simdjson then
-    parse.simdjson = function(s)
-        return type(simdjson:decode(s))
-    end
+} }
+
+local function with_plain(list)
+    list[#list + 1] = read_everything
+    list[#list + 1] = encode_plain
+    return list
 end
 
--- Scenarios: a payload and the workloads to run on it.
+-- Scenarios: a name, the payload texts a timed call cycles through, and
+-- the workloads. Built lazily: a scenario process makes only its own.
 local scenarios = {}
 for _, rung in ipairs(payloads.ladder) do
     scenarios[#scenarios + 1] = {
         name = "chat " .. rung[1],
-        payload = function() return payloads.chat(rung[2]) end,
-        workloads = {
-            { "read model, temperature, texts", read },
-            { "decode + encode unmodified", roundtrip },
-            { "modify model + encode", modify_model },
-            { "add a field + encode", add_field },
-            { "modify a nested field + encode", modify_nested },
-        },
+        texts = function() return { payloads.chat(rung[2]) } end,
+        workloads = function() return with_plain(workloads_for(shapes.chat)) end,
     }
 end
+scenarios[#scenarios + 1] = {
+    name = "github-100k",
+    texts = function() return { payloads.github(100e3) } end,
+    workloads = function() return with_plain(workloads_for(shapes.github)) end,
+}
+scenarios[#scenarios + 1] = {
+    name = "sse",
+    texts = function() return payloads.sse_events(200) end,
+    workloads = function() return with_plain(workloads_for(shapes.sse)) end,
+}
+scenarios[#scenarios + 1] = {
+    name = "interleaved",
+    texts = function()
+        return { payloads.chat(100e3), payloads.chat(200e3), payloads.chat(500e3),
+                 payloads.chat(1e6) }
+    end,
+    workloads = function() return workloads_for(shapes.chat) end,
+}
 local corpus_dir = (os.getenv("QJSON_DATA") or "../shared/data") .. "/corpus/"
 for _, name in ipairs({ "twitter", "citm_catalog", "canada" }) do
     scenarios[#scenarios + 1] = {
         name = name,
-        payload = function()
-            local f = assert(io.open(corpus_dir .. name .. ".json", "rb"))
-            local s = f:read("*a")
-            f:close()
-            return s
+        texts = function()
+            return { assert(read_file(corpus_dir .. name .. ".json"), "missing " .. name) }
         end,
-        workloads = { { "validate whole text", parse } },
+        workloads = function() return { validate, read_everything, encode_plain, roundtrip } end,
     }
 end
 
-local LIBRARIES = { "cjson", "simdjson", "qjson.parse", "qjson.decode" }
+local LIBRARIES = { "cjson", "simdjson", "qjson.parse", "qjson.decode", "qjson eager",
+                    "qjson materialize", "qjson" }
 
--- Runs `fn(s)` and returns ops/s (median, min, max), the heap growth in KB.
-local function measure(fn, s)
-    for _ = 1, WARMUP do
-        fn(s)
+-- Calls `fn` on `texts` in turn and returns ops/s (median, min, max) and
+-- the heap growth in KB.
+local function measure(fn, texts)
+    local n = #texts
+    for k = 1, math.max(WARMUP, n) do
+        fn(texts[(k - 1) % n + 1])
     end
     -- Calls per round, so a round lasts about ROUND_SECONDS.
-    local calls = 1
+    local calls = n
     local t0 = now()
-    fn(s)
-    local once = now() - t0
+    for k = 1, n do
+        fn(texts[k])
+    end
+    local once = (now() - t0) / n
     if once > 0 then
-        calls = math.max(1, math.floor(ROUND_SECONDS / once))
+        calls = math.max(n, math.floor(ROUND_SECONDS / once))
     end
     collectgarbage()
     collectgarbage()
@@ -210,8 +303,8 @@ local function measure(fn, s)
     local rates = {}
     for r = 1, ROUNDS do
         local start = now()
-        for _ = 1, calls do
-            fn(s)
+        for k = 1, calls do
+            fn(texts[(k - 1) % n + 1])
         end
         rates[r] = calls / (now() - start)
     end
@@ -221,20 +314,30 @@ local function measure(fn, s)
 end
 
 local function run_scenario(scenario)
-    local s = scenario.payload()
-    for _, workload in ipairs(scenario.workloads) do
-        local label, fns = workload[1], workload[2]
-        local expected = fns.cjson(s)
+    local texts = scenario.texts()
+    local bytes = 0
+    for _, s in ipairs(texts) do
+        bytes = bytes + #s
+        plain_of[s] = cjson.decode(s)
+    end
+    bytes = bytes / #texts
+    for _, workload in ipairs(scenario.workloads()) do
+        local label, verify, fns = workload[1], workload[2], workload[3]
+        local expected = {}
+        for k, s in ipairs(texts) do
+            expected[k] = fns.cjson(s)
+        end
         for _, lib in ipairs(LIBRARIES) do
             local fn = fns[lib]
             if fn then
-                local got = fn(s)
-                if got ~= expected then
-                    error(string.format("%s / %s / %s: got %s, cjson says %s",
-                        scenario.name, label, lib, tostring(got), tostring(expected)))
+                for k, s in ipairs(texts) do
+                    if not verify(fn(s), expected[k]) then
+                        error(string.format("%s / %s / %s: the result differs from cjson's",
+                            scenario.name, label, lib))
+                    end
                 end
-                local median, lo, hi, heap = measure(fn, s)
-                print(table.concat({ "ROW", scenario.name, #s, label, lib,
+                local median, lo, hi, heap = measure(fn, texts)
+                print(table.concat({ "ROW", scenario.name, bytes, label, lib,
                     median, lo, hi, heap, peak_rss_kb() }, "\t"))
             end
         end
@@ -249,14 +352,19 @@ local function human_rate(ops, bytes)
     return string.format("%.0f MB/s", mbs)
 end
 
--- Runs every scenario in its own process and prints one table per workload.
-local function run_all()
-    local interpreter = arg[-1] or "luajit"
-    if not simdjson then
-        print("lua-resty-simdjson: not found on package.path/cpath, its column is skipped")
+local function human_size(bytes)
+    if bytes >= 1e6 then
+        return string.format("%.1f MB", bytes / 1e6)
     end
+    return string.format("%.1f KB", bytes / 1e3)
+end
+
+-- Runs every scenario in its own process; returns the rows.
+local function collect_rows()
+    local interpreter = arg[-1] or "luajit"
     local rows = {}
     for _, scenario in ipairs(scenarios) do
+        io.stderr:write("  ", scenario.name, "\n")
         local p = assert(io.popen(string.format("%s %s %q", interpreter, arg[0], scenario.name)))
         for line in p:lines() do
             local f = {}
@@ -275,44 +383,242 @@ local function run_all()
         end
         assert(p:close(), "scenario failed: " .. scenario.name)
     end
+    return rows
+end
 
-    local by_key = {}
+-- The rows grouped: workloads in first-seen order, and a lookup of one
+-- row by scenario, workload and library.
+local function index_rows(rows)
+    local by_key, order, seen = {}, {}, {}
     for _, r in ipairs(rows) do
         by_key[r.scenario .. "\0" .. r.workload .. "\0" .. r.lib] = r
-    end
-    local workloads_seen, order = {}, {}
-    for _, r in ipairs(rows) do
-        if not workloads_seen[r.workload] then
-            workloads_seen[r.workload] = true
+        if not seen[r.workload] then
+            seen[r.workload] = true
             order[#order + 1] = r.workload
         end
     end
+    return function(scenario, workload, lib)
+        return by_key[scenario .. "\0" .. workload .. "\0" .. lib]
+    end, order
+end
+
+local function ratio(r, base)
+    if not base then
+        return "-"
+    end
+    return string.format("%.1fx", r.median / base.median)
+end
+
+local function print_tables(rows)
+    local find, order = index_rows(rows)
     for _, workload in ipairs(order) do
         print()
         print("## " .. workload)
-        print(string.format("%-14s %-12s %12s %19s %11s %9s %10s %8s",
+        print(string.format("%-14s %-17s %12s %19s %11s %9s %10s %8s %8s",
             "payload", "library", "ops/s", "min-max", "throughput",
-            "heap KB", "peak RSS", "vs cjson"))
+            "heap KB", "peak RSS", "/cjson", "/simdjson"))
         for _, r in ipairs(rows) do
             if r.workload == workload then
-                local base = by_key[r.scenario .. "\0" .. workload .. "\0cjson"]
-                print(string.format("%-14s %-12s %12.1f %19s %11s %9.0f %7.0f MB %7.1fx",
+                print(string.format("%-14s %-17s %12.1f %19s %11s %9.0f %7.0f MB %8s %8s",
                     r.scenario, r.lib, r.median,
                     string.format("%.1f-%.1f", r.lo, r.hi), human_rate(r.median, r.bytes),
-                    r.heap, r.rss / 1024, r.median / base.median))
+                    r.heap, r.rss / 1024, ratio(r, find(r.scenario, workload, "cjson")),
+                    ratio(r, find(r.scenario, workload, "simdjson"))))
             end
         end
     end
 end
 
-local wanted = arg[1]
-if wanted then
+-- The markdown tables: per workload, one row per payload, one column per
+-- library (ops/s, and the ratio to cjson for the others).
+local function markdown_tables(rows)
+    local find, order = index_rows(rows)
+    local out = {}
+    for _, workload in ipairs(order) do
+        local libs, scenario_order, seen_lib, seen_scenario = {}, {}, {}, {}
+        for _, r in ipairs(rows) do
+            if r.workload == workload then
+                if not seen_lib[r.lib] then
+                    seen_lib[r.lib] = true
+                    libs[#libs + 1] = r.lib
+                end
+                if not seen_scenario[r.scenario] then
+                    seen_scenario[r.scenario] = true
+                    scenario_order[#scenario_order + 1] = r
+                end
+            end
+        end
+        out[#out + 1] = "\n### " .. workload .. "\n"
+        local head, rule = { "payload", "size" }, { "---", "---:" }
+        for _, lib in ipairs(libs) do
+            head[#head + 1] = lib
+            rule[#rule + 1] = "---:"
+        end
+        out[#out + 1] = "| " .. table.concat(head, " | ") .. " |"
+        out[#out + 1] = "|" .. table.concat(rule, "|") .. "|"
+        for _, first in ipairs(scenario_order) do
+            local cells = { first.scenario, human_size(first.bytes) }
+            local base = find(first.scenario, workload, "cjson")
+            for _, lib in ipairs(libs) do
+                local r = find(first.scenario, workload, lib)
+                local cell = "-"
+                if r then
+                    cell = string.format("%.0f", r.median)
+                    if lib ~= "cjson" and base then
+                        cell = cell .. " (" .. ratio(r, base) .. ")"
+                    end
+                end
+                cells[#cells + 1] = cell
+            end
+            out[#out + 1] = "| " .. table.concat(cells, " | ") .. " |"
+        end
+    end
+    return table.concat(out, "\n")
+end
+
+local function command_output(cmd)
+    local p = io.popen(cmd .. " 2>/dev/null")
+    if not p then
+        return ""
+    end
+    local s = p:read("*a") or ""
+    p:close()
+    return (s:gsub("%s+$", ""))
+end
+
+local function machine()
+    local cpuinfo = read_file("/proc/cpuinfo") or ""
+    local flags = {}
+    local cpu_flags = " " .. (cpuinfo:match("\nflags%s*:%s*([^\n]*)") or "") .. " "
+    for _, flag in ipairs({ "avx2", "pclmulqdq", "avx512f", "avx512bw", "sse4_2" }) do
+        if cpu_flags:find(" " .. flag .. " ", 1, true) then
+            flags[#flags + 1] = flag
+        end
+    end
+    return {
+        "- date: " .. os.date("!%Y-%m-%d %H:%M UTC"),
+        "- CPU: " .. (cpuinfo:match("model name%s*:%s*([^\n]*)") or "?") .. ", "
+            .. command_output("nproc") .. " cores; flags used by qjson: "
+            .. table.concat(flags, ", "),
+        "- OS: " .. command_output("uname -sr") .. ", "
+            .. command_output(". /etc/os-release && echo $PRETTY_NAME"),
+        "- LuaJIT: " .. jit.version .. " (Lua 5.2 compatibility: "
+            .. (rawlen(setmetatable({}, { __len = function() return 1 end })) == 1
+                and "on" or "off") .. ")",
+        "- lua-cjson: " .. tostring(cjson._VERSION) .. " (Debian's package)",
+        "- lua-resty-simdjson: " .. (simdjson and "found" or "not installed, column skipped"),
+        "- qjson: " .. qjson._VERSION .. ", kernel " .. qjson.kernel(),
+    }
+end
+
+-- A gnuplot chart: throughput against payload size on the chat ladder,
+-- log-log, one line per library, for the read and the change workloads.
+local function write_chart(rows, png)
+    local find = index_rows(rows)
+    local panels = { { "read fields", "read model, temperature, every text" },
+                     { "modify a top-level field + encode", "change model, encode" } }
+    local libs = { "cjson", "simdjson", "qjson.parse", "qjson.decode" }
+    local data = os.tmpname()
+    local f = assert(io.open(data, "w"))
+    for _, panel in ipairs(panels) do
+        for _, lib in ipairs(libs) do
+            f:write("# ", panel[1], " / ", lib, "\n")
+            for _, rung in ipairs(payloads.ladder) do
+                local r = find("chat " .. rung[1], panel[1], lib)
+                if r then
+                    f:write(string.format("%.0f %.3f\n", r.bytes, r.median * r.bytes / 1e6))
+                end
+            end
+            f:write("\n\n")
+        end
+    end
+    f:close()
+    local plots = {}
+    for p, panel in ipairs(panels) do
+        local lines = {}
+        for l, lib in ipairs(libs) do
+            local block = (p - 1) * #libs + l - 1
+            if find("chat 1 MB", panel[1], lib) then
+                lines[#lines + 1] = string.format("'%s' index %d with linespoints title '%s'",
+                    data, block, lib)
+            end
+        end
+        plots[#plots + 1] = string.format("set title '%s'\nplot %s", panel[2],
+            table.concat(lines, ", "))
+    end
+    local gp = assert(io.popen("gnuplot", "w"))
+    gp:write(string.format([[
+set terminal pngcairo size 1200,480 font ',10'
+set output '%s'
+set multiplot layout 1,2
+set logscale xy
+set grid
+set key top left
+set xlabel 'chat request size (bytes)'
+set ylabel 'throughput (MB/s of request body)'
+%s
+unset multiplot
+]], png, table.concat(plots, "\n")))
+    assert(gp:close(), "gnuplot failed")
+    os.remove(data)
+end
+
+local BEGIN, END = "<!-- bench-report:begin -->", "<!-- bench-report:end -->"
+
+-- Replaces the generated part of `doc` (between the markers) with the
+-- machine, the native results and every table.
+local function write_report(rows, doc, png, native)
+    local parts = { BEGIN, "",
+        "Generated by `make bench-report` (tools/bench.sh REPORT=1); ops/s are medians of",
+        "5 rounds, `(N.Nx)` is the ratio to cjson in the same process.", "",
+        table.concat(machine(), "\n"), "",
+        "![throughput against payload size](" .. png:match("[^/]+$") .. ")", "" }
+    local native_text = native and read_file(native)
+    if native_text and native_text ~= "" then
+        parts[#parts + 1] = "### Native core (`cargo bench --bench core`), GB/s\n"
+        parts[#parts + 1] = "```\n" .. native_text:gsub("%s+$", "") .. "\n```"
+    end
+    parts[#parts + 1] = markdown_tables(rows)
+    parts[#parts + 1] = "\n" .. END
+    local generated = table.concat(parts, "\n")
+    local text = read_file(doc) or "# Benchmarks\n\n"
+    local from, to = text:find(BEGIN, 1, true), select(2, text:find(END, 1, true))
+    if from and to then
+        text = text:sub(1, from - 1) .. generated .. text:sub(to + 1)
+    else
+        text = text:gsub("%s*$", "\n\n") .. generated .. "\n"
+    end
+    local f = assert(io.open(doc, "wb"))
+    f:write(text)
+    f:close()
+end
+
+local function run_all(report)
+    if not simdjson then
+        print("lua-resty-simdjson: not found on package.path/cpath, its column is skipped")
+    end
+    local started = now()
+    local rows = collect_rows()
+    print_tables(rows)
+    print(string.format("\n(%d rows in %.0f s)", #rows, now() - started))
+    if report then
+        write_chart(rows, report.png)
+        write_report(rows, report.doc, report.png, report.native)
+        print("wrote " .. report.doc .. " and " .. report.png)
+    end
+end
+
+if arg[1] == "--report" then
+    run_all({ doc = assert(arg[2], "--report DOC PNG [NATIVE]"),
+              png = assert(arg[3], "--report DOC PNG [NATIVE]"), native = arg[4] })
+    return
+elseif arg[1] then
     for _, scenario in ipairs(scenarios) do
-        if scenario.name == wanted then
+        if scenario.name == arg[1] then
             run_scenario(scenario)
             return
         end
     end
-    error("unknown scenario: " .. wanted)
+    error("unknown scenario: " .. arg[1])
 end
 run_all()

@@ -1,7 +1,10 @@
 -- Deterministic benchmark payloads (no downloads): the chat-completion
--- request ladder, and later the other shapes a gateway sees. Every builder
--- takes a target size and returns the JSON text; the same arguments always
--- give the same bytes.
+-- request ladder, a GitHub-API-shaped response and the events of a
+-- streamed chat completion. The same arguments always give the same bytes.
+--
+--   luajit benches/payloads.lua DIR     writes each payload to DIR/<name>.json
+--                                        and prints the paths (for the native
+--                                        benchmark)
 
 local ffi = require("ffi")
 local bit = require("bit")
@@ -14,14 +17,19 @@ local _M = {}
 local B64 = ffi.new("const char[64]",
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 
+-- A xorshift32 step: the next state.
+local function xorshift(x)
+    x = bxor(x, lshift(x, 13))
+    x = bxor(x, rshift(x, 17))
+    return bxor(x, lshift(x, 5))
+end
+
 -- `n` base64 characters from a xorshift32 generator seeded with `seed`.
 function _M.base64(n, seed)
     local buf = ffi.new("char[?]", n)
     local x = seed
     for i = 0, n - 1 do
-        x = bxor(x, lshift(x, 13))
-        x = bxor(x, rshift(x, 17))
-        x = bxor(x, lshift(x, 5))
+        x = xorshift(x)
         buf[i] = B64[band(x, 63)]
     end
     return ffi.string(buf, n)
@@ -117,10 +125,129 @@ function _M.chat(bytes)
         .. concat(parts, ",") .. "]}"
 end
 
+local WORDS = {
+    "the", "request", "fails", "when", "cache", "is", "cold", "and", "retries", "after",
+    "timeout", "see", "logs", "below", "`ngx.ctx`", "upstream", "returns", "502", "for",
+    "large", "bodies", "d\\u00e9j\\u00e0", "caf\\u00e9", "\\u2713", "worker", "crash",
+}
+local LABELS = {
+    { "bug", "d73a4a", "Something isn't working" },
+    { "enhancement", "a2eeef", "New feature or request" },
+    { "question", "d876e3", "Further information is requested" },
+    { "good first issue", "7057ff", "Good for newcomers" },
+}
+
+-- `n` words picked by the generator state `x`; returns the text and the
+-- new state. Newlines, quotes and a code fence make it markdown-like.
+local function words(n, x)
+    local out = {}
+    for i = 1, n do
+        x = xorshift(x)
+        out[i] = WORDS[band(x, 0x7fffffff) % #WORDS + 1]
+        if i % 12 == 0 then
+            out[i] = out[i] .. "\\n\\n"
+        end
+    end
+    return concat(out, " "), x
+end
+
+local function github_user(login, id)
+    return format('{"login":"%s","id":%d,"node_id":"MDQ6VXNlcj%d",'
+        .. '"avatar_url":"https://avatars.githubusercontent.com/u/%d?v=4","gravatar_id":"",'
+        .. '"url":"https://api.github.com/users/%s","html_url":"https://github.com/%s",'
+        .. '"followers_url":"https://api.github.com/users/%s/followers",'
+        .. '"repos_url":"https://api.github.com/users/%s/repos","type":"User","site_admin":false}',
+        login, id, id, id, login, login, login, login)
+end
+
+-- An array of issue objects shaped like GitHub's REST API (nested users,
+-- label arrays, URLs, timestamps, markdown bodies) of about `bytes` bytes.
+function _M.github(bytes)
+    local issues, size, x = {}, 2, 2463534242
+    local repo = "https://api.github.com/repos/octo-org/gateway"
+    while size < bytes do
+        local number = 1347 + #issues
+        x = xorshift(x)
+        local login = "user" .. band(x, 0xffff)
+        local labels = {}
+        for k = 1, band(rshift(x, 16), 3) do
+            local l = LABELS[k]
+            labels[k] = format('{"id":%d,"node_id":"MDU6TGFiZWw%d","url":"%s/labels/%s",'
+                .. '"name":"%s","color":"%s","default":%s,"description":"%s"}',
+                208045946 + k, k, repo, l[1], l[1], l[2], k == 1 and "true" or "false", l[3])
+        end
+        local title, body
+        title, x = words(6, x)
+        body, x = words(60, x)
+        local closed = band(x, 1) == 1
+        issues[#issues + 1] = format('{"url":"%s/issues/%d","repository_url":"%s",'
+            .. '"labels_url":"%s/issues/%d/labels{/name}","comments_url":"%s/issues/%d/comments",'
+            .. '"html_url":"https://github.com/octo-org/gateway/issues/%d","id":%d,'
+            .. '"node_id":"MDU6SXNzdWUx%d","number":%d,"title":"%s","user":%s,"labels":[%s],'
+            .. '"state":"%s","locked":false,"assignee":null,"assignees":[],"milestone":null,'
+            .. '"comments":%d,"created_at":"2026-0%d-1%dT13:33:48Z",'
+            .. '"updated_at":"2026-10-2%dT08:12:01Z","closed_at":%s,'
+            .. '"author_association":"CONTRIBUTOR","body":"%s",'
+            .. '"reactions":{"total_count":%d,"+1":%d,"-1":0,"laugh":0,"heart":1}}',
+            repo, number, repo, repo, number, repo, number, number, 1e9 + number, number, number,
+            title, github_user(login, band(x, 0xfffff)), concat(labels, ","),
+            closed and "closed" or "open", band(x, 15), band(x, 7) + 1, band(x, 9),
+            band(x, 9), closed and '"2026-10-30T10:00:00Z"' or "null", body,
+            band(x, 31), band(x, 15))
+        size = size + #issues[#issues] + 1
+    end
+    return "[" .. concat(issues, ",") .. "]"
+end
+
+-- The JSON of each event of a streamed chat completion: `n` chunks of
+-- about 300 bytes (a role delta first, a finish reason and usage last).
+function _M.sse_events(n)
+    local events, x = {}, 88172645
+    local head = '{"id":"chatcmpl-AbC123xYz","object":"chat.completion.chunk",'
+        .. '"created":1763700000,"model":"gpt-4o-2024-08-06",'
+        .. '"system_fingerprint":"fp_3a9f2b1c0d","choices":[{"index":0,"delta":'
+    for i = 1, n do
+        local delta
+        local finish, usage = "null", ""
+        if i == 1 then
+            delta = '{"role":"assistant","content":""}'
+        elseif i == n then
+            delta, finish = "{}", '"stop"'
+            usage = ',"usage":{"prompt_tokens":1187,"completion_tokens":'
+                .. (n - 2) .. ',"total_tokens":' .. (1185 + n) .. "}"
+        else
+            local text
+            text, x = words(8, x)
+            delta = format('{"content":" %s"}', text)
+        end
+        events[i] = head .. delta .. ',"logprobs":null,"finish_reason":' .. finish
+            .. "}]" .. usage .. "}"
+    end
+    return events
+end
+
 -- The sizes of the chat ladder, in bytes, with their labels.
 _M.ladder = {
     { "2 KB", 2048 }, { "60 KB", 60e3 }, { "100 KB", 100e3 }, { "200 KB", 200e3 },
     { "500 KB", 500e3 }, { "1 MB", 1e6 }, { "2 MB", 2e6 }, { "5 MB", 5e6 }, { "10 MB", 10e6 },
 }
+
+-- Run as a script: write the ladder and github-100k (an SSE stream is many
+-- texts, not one) to the directory named by the first argument, printing
+-- each file's path.
+if arg and arg[0] and arg[0]:match("payloads%.lua$") and arg[1] then
+    local function write(name, text)
+        local path = arg[1] .. "/" .. name .. ".json"
+        local f = assert(io.open(path, "wb"))
+        f:write(text)
+        f:close()
+        print(path)
+    end
+    for _, rung in ipairs(_M.ladder) do
+        write("chat-" .. rung[1]:gsub(" ", ""), _M.chat(rung[2]))
+    end
+    write("github-100k", _M.github(100e3))
+    return
+end
 
 return _M

@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
-# `make bench`: the native core benchmark, then the Lua comparison against
-# lua-cjson (and lua-resty-simdjson when installed). QUICK=1 runs every
-# scenario briefly, to check the harness rather than measure.
+# `make bench`: the native core benchmark on every payload, then the Lua
+# comparison against lua-cjson (and lua-resty-simdjson when installed).
+#
+#   REPORT=1   also rewrite the generated part of docs/benchmarks.md and the
+#              chart docs/benchmarks.png (`make bench-report`)
+#   QUICK=1    every scenario briefly: checks the harness, not the speed
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
 echo "== native core: stage 1 and full validation vs a memchr pass (GB/s)"
 if [ "${QUICK:-0}" = 1 ]; then
     echo "(skipped under QUICK=1)"
+    : >"$work/native.txt"
 else
-    cargo bench --quiet --bench core
+    mkdir "$work/payloads"
+    files=$(luajit benches/payloads.lua "$work/payloads")
+    # shellcheck disable=SC2086 # one argument per file
+    cargo bench --quiet --bench core -- $files | tee "$work/native.txt"
 fi
 
 echo
 echo "== Lua: qjson vs lua-cjson, one LuaJIT process per scenario"
-luajit benches/lua_bench.lua
+if [ "${REPORT:-0}" = 1 ]; then
+    luajit benches/lua_bench.lua --report docs/benchmarks.md docs/benchmarks.png "$work/native.txt"
+else
+    luajit benches/lua_bench.lua
+fi
