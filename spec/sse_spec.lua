@@ -271,13 +271,17 @@ describe("qjson.sse", function()
             "data:",
             "",
         }, "\n") .. "\n"
-        local events = run(bytes(s))
-        assert.same({
+        local want = {
             "add|7|first\n two spaces\n|false|nil|nil",
             "message|7|keeps id 7|false|nil|nil",
             "message||empty id|false|nil|nil",
             "message|||false|nil|nil",
-        }, signature(events))
+        }
+        for _, eol in ipairs({ "\n", "\r\n", "\r" }) do
+            local text = s:gsub("\n", eol)
+            assert.same(want, signature(run({ text })))
+            assert.same(want, signature(run(bytes(text))))
+        end
     end)
 
     it("returns the event a stream ends in without its blank line", function()

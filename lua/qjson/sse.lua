@@ -115,31 +115,36 @@ local function dispatch(self, out, unterminated)
     reset_event(self)
 end
 
--- One complete line (terminator removed), outside an oversize event.
-local function take_line(self, line, out)
+-- One complete line, s[i, j] (terminator excluded), outside an oversize
+-- event. Only the field's value becomes a new string: every string LuaJIT
+-- makes is interned, and the lines of one stream are so alike (same
+-- length, same prefix and suffix) that they share a hash bucket.
+local function take_line(self, s, i, j, out)
     if not self.started then
         self.started = true
-        if sub(line, 1, 3) == BOM then
-            line = sub(line, 4)
+        if sub(s, i, i + 2) == BOM then
+            i = i + 3
         end
     end
-    if line == "" then
+    if i > j then
         return dispatch(self, out)
     end
-    if byte(line, 1) == COLON then
+    if byte(s, i) == COLON then
         return
     end
+    -- The field name ends at the first colon, or else at the line's end
+    -- (the pattern stops at a terminator, so it never reads past j).
+    local _, colon = find(s, "^[^:\r\n]*:", i)
     local field, value
-    local colon = find(line, ":", 1, true)
     if colon then
-        field = sub(line, 1, colon - 1)
+        field = sub(s, i, colon - 1)
         local from = colon + 1
-        if byte(line, from) == SPACE then
+        if byte(s, from) == SPACE and from <= j then
             from = from + 1
         end
-        value = sub(line, from)
+        value = sub(s, from, j)
     else
-        field, value = line, ""
+        field, value = sub(s, i, j), ""
     end
     if field == "data" then
         local n = self.ndata + 1
@@ -192,20 +197,19 @@ local function end_line(self, chunk, from, to, out)
             reset_event(self)
         end
     else
-        local line
         local n = self.npieces
         if n == 0 then
-            line = sub(chunk, from, to)
+            take_line(self, chunk, from, to, out)
         else
             local pieces = self.pieces
             pieces[n + 1] = sub(chunk, from, to)
-            line = concat(pieces, "", 1, n + 1)
+            local line = concat(pieces, "", 1, n + 1)
             for i = 1, n + 1 do
                 pieces[i] = nil
             end
             self.npieces = 0
+            take_line(self, line, 1, #line, out)
         end
-        take_line(self, line, out)
     end
     self.line_len = 0
 end
@@ -281,7 +285,8 @@ function Stream:finish(chunk)
     if not self.skipping then
         local n = self.npieces
         if n > 0 then
-            take_line(self, concat(self.pieces, "", 1, n), out)
+            local line = concat(self.pieces, "", 1, n)
+            take_line(self, line, 1, #line, out)
         end
         dispatch(self, out, true)
     end
