@@ -33,6 +33,11 @@ bench: deps-bench build
 bench-report: deps-bench build
 	REPORT=1 tools/bench.sh
 
+# examples/gateway under load with wrk: qjson vs cjson, 1 MB requests.
+.PHONY: bench-gateway
+bench-gateway: deps-bench build
+	tools/gateway_bench.sh
+
 # make install [PREFIX=/usr/local] [DESTDIR=...] [LUA_DIR=...] [LIB_DIR=...]:
 # the Lua modules into LUA_DIR and libqjson.so into LIB_DIR, where
 # package.cpath (and so lua/qjson/ffi.lua) finds it. Needs only cargo, no

@@ -104,12 +104,13 @@ nginx_stop() {
     return 0
 }
 
-# nginx_gateway_conf PREFIX PORT UPSTREAM_PORT BODY_BUFFER CODEC HASH: writes
-# PREFIX/nginx.conf running examples/gateway (gateway.conf + upstream.conf)
-# with one worker; see gateway.conf for what each argument sets.
+# nginx_gateway_conf PREFIX PORT UPSTREAM_PORT BODY_BUFFER CODEC HASH [PARTS]:
+# writes PREFIX/nginx.conf running examples/gateway with one worker; see
+# gateway.conf for what each argument sets. PARTS: the files of
+# examples/gateway/ to include (default "paths.conf gateway.conf upstream.conf").
 nginx_gateway_conf() {
     local prefix=$1 port=$2 upstream_port=$3 buffer=$4 codec=$5 hash=$6
-    local repo
+    local parts=${7:-paths.conf gateway.conf upstream.conf} repo part
     repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
     {
         nginx_main_conf "$prefix" || return 1
@@ -118,7 +119,9 @@ nginx_gateway_conf() {
         echo "events { worker_connections 1024; }"
         echo "http {"
         nginx_temp_conf "$prefix"
-        cat "$repo/examples/gateway/gateway.conf" "$repo/examples/gateway/upstream.conf"
+        for part in $parts; do
+            cat "$repo/examples/gateway/$part"
+        done
         echo "}"
     } | sed -e "s|@REPO@|$repo|g" -e "s|@PORT@|$port|g" -e "s|@UPSTREAM_PORT@|$upstream_port|g" \
             -e "s|@BODY_BUFFER@|$buffer|g" -e "s|@CODEC@|$codec|g" -e "s|@UPSTREAM_HASH@|$hash|g" \
