@@ -158,7 +158,8 @@ shapes.sse = {
 }
 
 -- Workloads: a label and, per library, a function of one payload text
--- whose result `verify(result, cjson's result)` checks once before timing.
+-- whose result `verify(result, cjson's result, text)` checks once before
+-- timing.
 -- The plain tables the encode workload starts from, made before timing.
 local plain_of = {}
 
@@ -186,7 +187,12 @@ local function edits(change)
     }
 end
 
-local roundtrip = { "decode + encode unmodified", same_when_decoded, edits(nil) }
+-- An untouched document must come back as its own bytes; cjson's output
+-- (and a re-encode of simdjson's tables) is checked by value, as cjson
+-- rounds numbers to 14 digits.
+local roundtrip = { "decode + encode unmodified", function(got, expected, s)
+    return got == s or same_when_decoded(got, expected)
+end, edits(nil) }
 
 -- The reads and changes of a payload shape.
 local function workloads_for(shape)
@@ -271,7 +277,7 @@ for _, name in ipairs({ "twitter", "citm_catalog", "canada" }) do
     scenarios[#scenarios + 1] = {
         name = name,
         texts = function()
-            return { assert(read_file(corpus_dir .. name .. ".json"), "missing " .. name) }
+            return { (assert(read_file(corpus_dir .. name .. ".json"), "missing " .. name)) }
         end,
         workloads = function() return { validate, read_everything, encode_plain, roundtrip } end,
     }
@@ -331,7 +337,7 @@ local function run_scenario(scenario)
             local fn = fns[lib]
             if fn then
                 for k, s in ipairs(texts) do
-                    if not verify(fn(s), expected[k]) then
+                    if not verify(fn(s), expected[k], s) then
                         error(string.format("%s / %s / %s: the result differs from cjson's",
                             scenario.name, label, lib))
                     end
