@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# `make fuzz`: runs each libFuzzer target of fuzz/ for FUZZ_SECONDS
-# (default 600) one after the other, seeded from the shared JSONTestSuite
-# and corpus files, then prints one line per target with its executions
-# and corpus size. Installs the nightly toolchain and cargo-fuzz if they
-# are missing. A finding stops the run with the crash input saved under
+# `make fuzz`: runs each libFuzzer target of fuzz/ (parse, navigate,
+# spans) for FUZZ_SECONDS (default 600) one after the other, seeded from
+# the shared JSONTestSuite and corpus files, then the LuaJIT encoder
+# splice fuzz (tools/fuzz_encode.lua, target "encode") for as long, and
+# prints one line per target with its executions and corpus size.
+# Installs the nightly toolchain and cargo-fuzz if they are missing. A
+# finding stops the run with the crash input saved under
 # fuzz/artifacts/<target>/ (replay: cargo +nightly fuzz run <target> <file>).
 #
 #   FUZZ_SECONDS=60 FUZZ_TARGETS="parse spans" make fuzz
@@ -11,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-600}
-read -r -a targets <<<"${FUZZ_TARGETS:-parse navigate spans}"
+read -r -a targets <<<"${FUZZ_TARGETS:-parse navigate spans encode}"
 data=${QJSON_DATA:-../shared/data}
 # Longer inputs are cut when loaded; the big corpus files still seed
 # their first 64 KiB of real-world structure.
@@ -27,6 +29,12 @@ fi
 mkdir -p fuzz/logs
 summary=()
 for t in "${targets[@]}"; do
+    if [ "$t" = encode ]; then
+        cargo build --release --quiet
+        line=$(luajit tools/fuzz_encode.lua "$seconds") || exit 1
+        summary+=("$line")
+        continue
+    fi
     # Every target reads two option bytes first; "\0\0" is the default
     # options, so each seed is a whole JSON text.
     seeds=fuzz/corpus/$t
