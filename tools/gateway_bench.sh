@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Load test of examples/gateway: the same gateway policy with qjson and
 # with lua-cjson, one after the other, each in its own nginx (one worker,
-# loopback, bodies kept in memory), driven by wrk with a 1 MB chat request
-# whose model is routed, so each request is read, decoded, changed,
-# re-encoded and proxied. The upstream runs in a separate nginx and only
-# counts bytes. A third run, the same gateway with its access handler
-# removed (plain proxy_pass), measures what the JSON work is added to.
+# loopback, bodies kept in memory), driven by wrk with two 1 MB chat
+# requests: one whose model is routed (read, decoded, changed, re-encoded,
+# proxied) and one that passes untouched (read, decoded, checked, proxied
+# as received). The upstream runs in a separate nginx and only counts
+# bytes. A third run, the same gateway with its access handler removed
+# (plain proxy_pass), measures what the JSON work is added to.
 #
 # Usage: tools/gateway_bench.sh        (make bench-gateway)
 # Environment: DURATION (default 10s), CONNECTIONS (default 4),
@@ -30,22 +31,32 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# The request, and the length of the body each gateway must forward:
-# qjson splices the routed model into the original bytes, cjson re-encodes
-# the whole document (escaping every "/", among other differences).
+# The requests, and the length of the body each gateway must forward for
+# the routed one: qjson splices the routed model into the original bytes,
+# cjson re-encodes the whole document (escaping every "/", among other
+# differences). The untouched one arrives as sent.
 luajit -e '
     package.path = "spec/?.lua;lua/?.lua;" .. package.path
     local cjson = require("cjson")
     local body = require("helper").chat_request('"$bytes"')
+    local function write(name, text)
+        local f = assert(io.open("'"$work"'/" .. name .. ".json", "wb"))
+        f:write(text)
+        f:close()
+    end
+    write("untouched", body)
     body = body:gsub("\"model\":\"gpt%-4o\"", "\"model\":\"gpt-4o-mini\"", 1)
-    local f = assert(io.open("'"$work"'/body.json", "wb"))
-    f:write(body)
-    f:close()
+    write("routed", body)
     local t = cjson.decode(body)
     t.model = "gpt-4o-mini-2024-07-18"
     io.write(#body + 11, " ", #cjson.encode(t), "\n")' >"$work/lengths"
 read -r -a lengths <"$work/lengths"
-declare -A want=([qjson]=${lengths[0]} [cjson]=${lengths[1]} [proxy]=$(stat -c %s "$work/body.json"))
+size=$(stat -c %s "$work/untouched.json")
+declare -A want=([routed-qjson]=${lengths[0]} [routed-cjson]=${lengths[1]})
+for codec in qjson cjson proxy; do
+    want[untouched-$codec]=$size
+done
+want[routed-proxy]=$(stat -c %s "$work/routed.json")
 cat >"$work/post.lua" <<'EOF'
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
@@ -53,7 +64,6 @@ local f = assert(io.open(os.getenv("BODY_FILE"), "rb"))
 wrk.body = f:read("*a")
 f:close()
 EOF
-size=$(stat -c %s "$work/body.json")
 
 # Fixed ports would collide with a parallel run; nginx_free_port is racy
 # but a collision fails loudly here.
@@ -73,29 +83,35 @@ for codec in qjson cjson proxy; do
     fi
     nginx_start "$prefix"
     url="http://127.0.0.1:$port/v1/chat/completions"
-    # Verify the answer before timing it.
-    got=$(curl -sS -H 'Expect:' --data-binary @"$work/body.json" "$url")
-    if ! [[ $got == *"\"bytes\":${want[$codec]}"* ]]; then
-        echo "gateway-bench: $codec gateway answered $got, expected bytes ${want[$codec]}" >&2
-        exit 1
-    fi
-    BODY_FILE="$work/body.json" wrk -t1 -c"$connections" -d"$duration" --latency \
-        -s "$work/post.lua" "$url" | tee "$work/$codec.txt"
-    rps[$codec]=$(awk '/^Requests\/sec:/ { print $2 }' "$work/$codec.txt")
-    p99[$codec]=$(awk '$1 == "99%" { print $2 }' "$work/$codec.txt")
-    errors=$(grep -E 'Non-2xx|Socket errors' "$work/$codec.txt" || true)
-    if [ -n "$errors" ]; then
-        echo "gateway-bench: $codec: $errors" >&2
-        exit 1
-    fi
+    for kind in untouched routed; do
+        run=$kind-$codec
+        # Verify the answer before timing it.
+        got=$(curl -sS -H 'Expect:' --data-binary @"$work/$kind.json" "$url")
+        if ! [[ $got == *"\"bytes\":${want[$run]}"* ]]; then
+            echo "gateway-bench: $run answered $got, expected bytes ${want[$run]}" >&2
+            exit 1
+        fi
+        BODY_FILE="$work/$kind.json" wrk -t1 -c"$connections" -d"$duration" --latency \
+            -s "$work/post.lua" "$url" | tee "$work/$run.txt"
+        rps[$run]=$(awk '/^Requests\/sec:/ { print $2 }' "$work/$run.txt")
+        p99[$run]=$(awk '$1 == "99%" { print $2 }' "$work/$run.txt")
+        errors=$(grep -E 'Non-2xx|Socket errors' "$work/$run.txt" || true)
+        if [ -n "$errors" ]; then
+            echo "gateway-bench: $run: $errors" >&2
+            exit 1
+        fi
+    done
     nginx_stop "$prefix"
     prefix=""
 done
 
 echo
-echo "nginx gateway, $size-byte chat request (model routed), 1 worker, $connections connections, $duration each"
-printf '%-6s %12s %10s\n' gateway req/s p99
-for codec in qjson cjson proxy; do
-    printf '%-6s %12s %10s\n' "$codec" "${rps[$codec]}" "${p99[$codec]}"
+echo "nginx gateway, $size-byte chat requests, 1 worker, $connections connections, $duration each"
+printf '%-10s %-6s %12s %10s\n' request gateway req/s p99
+for kind in untouched routed; do
+    for codec in qjson cjson proxy; do
+        printf '%-10s %-6s %12s %10s\n' "$kind" "$codec" "${rps[$kind-$codec]}" "${p99[$kind-$codec]}"
+    done
+    awk -v k="$kind" -v q="${rps[$kind-qjson]}" -v c="${rps[$kind-cjson]}" \
+        'BEGIN { printf "%s: qjson/cjson req/s %.1fx\n", k, q / c }'
 done
-awk -v q="${rps[qjson]}" -v c="${rps[cjson]}" 'BEGIN { printf "qjson/cjson req/s: %.1fx\n", q / c }'
