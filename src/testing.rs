@@ -474,3 +474,84 @@ pub fn mutate(rng: &mut Rng, doc: &[u8]) -> Vec<u8> {
     }
     out
 }
+
+/// A readable page between two unmapped ones: inputs copied against either
+/// edge prove that no stage reads a byte outside its input (a stray read
+/// is a segfault, not a silent pass).
+#[cfg(unix)]
+pub struct GuardedPage {
+    base: *mut u8,
+}
+
+#[cfg(unix)]
+mod guard {
+    unsafe extern "C" {
+        pub fn mmap(addr: *mut u8, len: usize, prot: i32, flags: i32, fd: i32, off: i64)
+        -> *mut u8;
+        pub fn mprotect(addr: *mut u8, len: usize, prot: i32) -> i32;
+        pub fn munmap(addr: *mut u8, len: usize) -> i32;
+    }
+    pub const PAGE: usize = 4096;
+    pub const PROT_READ_WRITE: i32 = 3;
+    pub const PROT_NONE: i32 = 0;
+    pub const MAP_PRIVATE_ANONYMOUS: i32 = 0x02 | 0x20;
+}
+
+#[cfg(unix)]
+impl GuardedPage {
+    /// Inputs up to this long fit.
+    pub const SIZE: usize = guard::PAGE;
+
+    /// Maps three pages and makes the first and last inaccessible.
+    pub fn new() -> GuardedPage {
+        use guard::*;
+        // SAFETY: an anonymous private mapping of three fresh pages.
+        let base = unsafe {
+            mmap(
+                core::ptr::null_mut(),
+                3 * PAGE,
+                PROT_READ_WRITE,
+                MAP_PRIVATE_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert!(!base.is_null() && base as isize != -1);
+        // SAFETY: both pages belong to the mapping just made.
+        unsafe {
+            assert_eq!(mprotect(base, PAGE, PROT_NONE), 0);
+            assert_eq!(mprotect(base.add(2 * PAGE), PAGE, PROT_NONE), 0);
+        }
+        GuardedPage { base }
+    }
+
+    /// `text` copied so that its last byte is the last readable one.
+    pub fn at_end(&mut self, text: &[u8]) -> &[u8] {
+        self.place(Self::SIZE - text.len(), text)
+    }
+
+    /// `text` copied so that its first byte is the first readable one.
+    pub fn at_start(&mut self, text: &[u8]) -> &[u8] {
+        self.place(0, text)
+    }
+
+    fn place(&mut self, at: usize, text: &[u8]) -> &[u8] {
+        assert!(text.len() <= Self::SIZE && at + text.len() <= Self::SIZE);
+        // SAFETY: [at, at + len) lies inside the readable middle page, and
+        // the &mut self borrow ends every earlier placement's slice.
+        unsafe {
+            let dst = self.base.add(guard::PAGE + at);
+            core::ptr::copy_nonoverlapping(text.as_ptr(), dst, text.len());
+            core::slice::from_raw_parts(dst, text.len())
+        }
+    }
+}
+
+#[cfg(unix)]
+impl Drop for GuardedPage {
+    fn drop(&mut self) {
+        // SAFETY: unmapping the mapping made in new(); no placed slice
+        // outlives the borrow of self that made it.
+        unsafe { guard::munmap(self.base, 3 * guard::PAGE) };
+    }
+}

@@ -312,3 +312,73 @@ fn member_and_element_check_the_container_type() {
     assert!(!d.is_key(1) && !d.is_key(3));
     assert_eq!(d.members(0, true), None);
 }
+
+#[cfg(unix)]
+#[cfg_attr(miri, ignore)] // mprotect is not emulated
+#[test]
+fn no_stage_reads_outside_the_input() {
+    // Every prefix of these texts cuts a token (number, literal, escape,
+    // surrogate pair, multi-byte character) at each of its bytes; each is
+    // shifted by 0..64 spaces so every length mod 64 occurs, and placed
+    // against an unmapped page on either side. The whole pipeline runs
+    // (active kernel; make test runs each) and every value is read.
+    use crate::testing::GuardedPage;
+    let texts: [&[u8]; 4] = [
+        b"{\"a\":[1,-2.5e-3,1e400,true,false,null,\"x\\u00e9\\ud83d\\ude00\\n\\\"\",\"\xc3\xa9\xf0\x9f\x98\x80\"],\"b\":{\"c\":123456789012345678901234,\"c\":-0}}",
+        b"[-9223372036854775808,9223372036854775807,0.1e1,1E+2]",
+        br#""\\\\\"\/\b\f\n\r\t\u0000""#,
+        b"  -0.0e-0  ",
+    ];
+    let mut page = GuardedPage::new();
+    let mut parsed = 0;
+    for text in texts {
+        for end in 0..=text.len() {
+            for shift in 0..64 {
+                let mut shifted = vec![b' '; shift];
+                shifted.extend_from_slice(&text[..end]);
+                for at_end in [true, false] {
+                    let input = if at_end {
+                        page.at_end(&shifted)
+                    } else {
+                        page.at_start(&shifted)
+                    };
+                    let Ok(mut d) = Document::parse(input, &Options::default()) else {
+                        continue;
+                    };
+                    read_everything(&mut d, Document::ROOT);
+                    parsed += 1;
+                }
+            }
+        }
+    }
+    // Whole texts and the valid prefixes (numbers, the padded one).
+    assert!(parsed >= 4 * 2 * 64, "only {parsed} inputs parsed");
+}
+
+/// Reads every value under `at` through every getter.
+fn read_everything(d: &mut Document<'_>, at: u32) {
+    let _ = d.tape(at).len();
+    let _ = d.raw(at).len();
+    match d.value_type(at) {
+        ValueType::Number => {
+            let _ = (d.f64(at), d.i64(at));
+        }
+        ValueType::String => {
+            let _ = d.string(at).len();
+        }
+        ValueType::Array => {
+            for i in 0..d.len(at).unwrap() {
+                let e = d.element(at, i).unwrap();
+                read_everything(d, e);
+            }
+        }
+        ValueType::Object => {
+            let entries = d.members(at, true).unwrap().to_vec();
+            for k in entries {
+                let _ = d.key(k).len();
+                read_everything(d, k + 3);
+            }
+        }
+        _ => {}
+    }
+}
