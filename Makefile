@@ -38,6 +38,18 @@ bench-report: deps-bench build
 bench-gateway: deps-bench build
 	tools/gateway_bench.sh
 
+# Each fuzz target (fuzz/, tools/fuzz_encode.lua) for FUZZ_SECONDS (600);
+# docs/reliability.md has the last run's figures.
+FUZZ_SECONDS ?= 600
+.PHONY: fuzz
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) tools/fuzz.sh
+
+# The Rust tests under AddressSanitizer (each kernel) and Miri (scalar).
+.PHONY: sanitize
+sanitize: deps
+	tools/sanitize.sh
+
 # make install [PREFIX=/usr/local] [DESTDIR=...] [LUA_DIR=...] [LIB_DIR=...]:
 # the Lua modules into LUA_DIR and libqjson.so into LIB_DIR, where
 # package.cpath (and so lua/qjson/ffi.lua) finds it. Needs only cargo, no
