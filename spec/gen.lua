@@ -305,14 +305,15 @@ local function random_number_text()
 end
 
 -- A random JSON value as a node for write_json: objects and arrays up to
--- `max_depth` deep, strings with every escape and UTF-8 of 1 to 4 bytes,
--- numbers of every shape, literals. Keys may repeat within an object.
+-- `max_depth` deep (the root is always one), strings with every escape and
+-- UTF-8 of 1 to 4 bytes, numbers of every shape, literals. Keys may repeat
+-- within an object.
 local function random_node(max_depth, depth)
     depth = (depth or 0) + 1
-    local r = random()
-    if depth <= max_depth and r < 0.35 then
+    local r = depth == 1 and random() * 0.5 or random()
+    if depth <= max_depth and r < 0.5 then
         local list = {}
-        if r < 0.17 then
+        if r < 0.25 then
             for i = 1, random(0, 6) do list[i] = random_node(max_depth, depth) end
             return arr(list)
         end
@@ -321,12 +322,52 @@ local function random_node(max_depth, depth)
             list[i] = { key, random_node(max_depth, depth) }
         end
         return obj(list)
-    elseif r < 0.6 then
+    elseif r < 0.7 then
         return random_string(12, false)
-    elseif r < 0.9 then
+    elseif r < 0.92 then
         return num(random_number_text())
     end
     return ({ TRUE, FALSE, NULL })[random(3)]
+end
+
+-- Whether s is spelled as RFC 8259 allows a number (Lua patterns, so an
+-- oracle independent of the parser).
+function _M.is_number(s)
+    local int, rest = s:match("^-?(%d+)(.*)$")
+    if not int or (#int > 1 and int:sub(1, 1) == "0") then return false end
+    rest = rest:gsub("^%.%d+", "", 1)
+    rest = rest:gsub("^[eE][+-]?%d+", "", 1)
+    return rest == ""
+end
+
+-- Whether s is valid UTF-8 (RFC 3629: no overlongs, no surrogates, at
+-- most U+10FFFF), byte by byte.
+function _M.valid_utf8(s)
+    local i, n = 1, #s
+    while i <= n do
+        local c = s:byte(i)
+        local len, lo, hi = 1, 0x80, 0xBF
+        if c < 0x80 then -- luacheck: ignore 542
+        elseif c >= 0xC2 and c <= 0xDF then
+            len = 2
+        elseif c >= 0xE0 and c <= 0xEF then
+            len = 3
+            if c == 0xE0 then lo = 0xA0 elseif c == 0xED then hi = 0x9F end
+        elseif c >= 0xF0 and c <= 0xF4 then
+            len = 4
+            if c == 0xF0 then lo = 0x90 elseif c == 0xF4 then hi = 0x8F end
+        else
+            return false
+        end
+        for k = 1, len - 1 do
+            local b = s:byte(i + k)
+            if not b or b < (k == 1 and lo or 0x80) or b > (k == 1 and hi or 0xBF) then
+                return false
+            end
+        end
+        i = i + len
+    end
+    return true
 end
 
 _M.random_number_text = random_number_text

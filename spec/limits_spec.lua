@@ -14,6 +14,7 @@ local safe = require("qjson.safe")
 local qffi = require("qjson.ffi")
 local cjson = require("cjson")
 local helper = require("helper")
+local is_number = require("gen").is_number
 
 local DATA = helper.data_dir()
 local C = qffi.C
@@ -247,15 +248,6 @@ describe("input size", function()
         assert(os.clock() - t0 < 20, "took over 20 s")
     end)
 end)
-
--- RFC 8259's number grammar, written with Lua patterns.
-local function is_number(s)
-    local int, rest = s:match("^-?(%d+)(.*)$")
-    if not int or (#int > 1 and int:sub(1, 1) == "0") then return false end
-    rest = rest:gsub("^%.%d+", "", 1)
-    rest = rest:gsub("^[eE][+-]?%d+", "", 1)
-    return rest == ""
-end
 
 -- Which texts of at most 3 bytes are JSON: an independent oracle.
 local function tiny_is_json(s)
