@@ -247,7 +247,8 @@ end
 -- refers to its root's.
 function _M.new(ptr, src, safe)
     ffi_gc(ptr, C.qjson_free)
-    local root = setmetatable({ ptr = ptr, src = src, safe = safe, _at = 0 }, Doc)
+    -- _doc is in the constructor so that setting it does not grow the table.
+    local root = setmetatable({ ptr = ptr, src = src, safe = safe, _at = 0, _doc = false }, Doc)
     root._doc = root
     return root
 end
