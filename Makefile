@@ -50,6 +50,20 @@ fuzz: deps
 sanitize: deps
 	tools/sanitize.sh
 
+# Long checks: 100 000 parses of 1 MB documents three ways with RSS
+# bounded, every single-byte truncation of the corpus, and every spec under
+# valgrind memcheck. Takes about an hour; docs/reliability.md has figures.
+.PHONY: soak
+soak: deps build
+	luajit tools/soak.lua memory
+	luajit tools/soak.lua truncations
+	tools/memcheck.sh
+
+# Every spec under valgrind memcheck with the JIT off.
+.PHONY: memcheck
+memcheck: deps build
+	tools/memcheck.sh
+
 # make install [PREFIX=/usr/local] [DESTDIR=...] [LUA_DIR=...] [LIB_DIR=...]:
 # the Lua modules into LUA_DIR and libqjson.so into LIB_DIR, where
 # package.cpath (and so lua/qjson/ffi.lua) finds it. Needs only cargo, no

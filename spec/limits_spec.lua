@@ -5,8 +5,8 @@
 --
 -- The large loops (every truncation of the corpus, the 1 GB input) run
 -- once, under the avx2 kernel or when none is forced: make test runs this
--- spec once per kernel, and the scalar kernel gets a smaller sample of
--- the same checks.
+-- spec once per kernel, and the scalar kernel (and valgrind) gets a
+-- smaller sample of the same checks.
 
 local ffi = require("ffi")
 local qjson = require("qjson")
@@ -19,7 +19,8 @@ local is_number = require("gen").is_number
 local DATA = helper.data_dir()
 local C = qffi.C
 local forced = os.getenv("QJSON_KERNEL")
-local FULL = forced == nil or forced == "" or forced == "avx2"
+-- tools/memcheck.sh sets QJSON_MEMCHECK: under valgrind the samples do.
+local FULL = (forced == nil or forced == "" or forced == "avx2") and not os.getenv("QJSON_MEMCHECK")
 
 -- The byte offset a rejection message names ("... at byte N",
 -- "... starting at byte N"), or nil.

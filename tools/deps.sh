@@ -8,7 +8,7 @@
 # would remove the nginx Lua module, so they are never requested here.
 set -euo pipefail
 
-want=(luajit2 libluajit2-5.1-dev lua-busted lua-cjson lua-check perl build-essential curl ca-certificates
+want=(luajit2 libluajit2-5.1-dev lua-busted lua-cjson lua-check valgrind perl build-essential curl ca-certificates
       nginx libnginx-mod-http-lua lua-resty-core)
 case "${1:-test}" in
     test) want+=(luarocks) ;;

@@ -1,0 +1,147 @@
+-- Long-running checks behind `make soak` (and a short one in `make test`).
+--
+--   luajit tools/soak.lua memory [documents] [bound_mb]
+--       Parses `documents` distinct 1 MB chat requests (default 100 000)
+--       three ways: parse and drop (no free: the garbage collector alone
+--       must keep up), parse and doc:free(), decode + change + encode.
+--       Samples VmRSS from /proc/self/status every 500 documents and
+--       fails if it ever exceeds the RSS after warm-up by more than
+--       `bound_mb` (default 64): memory must stay flat, not grow with the
+--       number of documents.
+--   luajit tools/soak.lua truncations
+--       Every single-byte truncation of twitter, citm_catalog and canada
+--       through the C ABI (the prefix is the same buffer with a shorter
+--       length, so nothing is copied), each of which must fail with an
+--       offset within the prefix; every 64th also through qjson.safe.parse
+--       and qjson.safe.decode. About 4.4 TB of scanning: 30-60 minutes.
+--
+-- Run from the repository root (the Makefile does).
+
+package.path = "lua/?.lua;spec/?.lua;" .. package.path
+
+local ffi = require("ffi")
+local qjson = require("qjson")
+local safe = require("qjson.safe")
+local qffi = require("qjson.ffi")
+local helper = require("helper")
+
+local C = qffi.C
+
+-- VmRSS and VmHWM of this process, in MB.
+local function rss()
+    local f = assert(io.open("/proc/self/status"))
+    local status = f:read("*a")
+    f:close()
+    return tonumber(status:match("VmRSS:%s*(%d+)")) / 1024,
+           tonumber(status:match("VmHWM:%s*(%d+)")) / 1024
+end
+
+local DOC_BYTES = 1024 * 1024
+local SAMPLE_EVERY = 500
+
+-- A distinct document per iteration, as a gateway sees: the same request
+-- with a different id spliced in (one new 1 MB Lua string each time).
+local base = helper.chat_request(DOC_BYTES)
+local head, tail = base:match('^(.-"model":")[^"]*(".*)$')
+
+local function document(i)
+    return head .. "gpt-4o-" .. i .. tail
+end
+
+local VARIANTS = {
+    { "parse, drop, no free()", function(text)
+        local d = qjson.parse(text)
+        assert(d:get_f64("temperature") == 0.7)
+    end },
+    { "parse, doc:free()", function(text)
+        local d = qjson.parse(text)
+        assert(d:len("messages") == 4)
+        d:free()
+    end },
+    { "decode, change, encode", function(text)
+        local t = qjson.decode(text)
+        t.max_tokens = 256
+        assert(#qjson.encode(t) == #text)
+    end },
+}
+
+local function memory(documents, bound_mb)
+    local failed = false
+    for _, variant in ipairs(VARIANTS) do
+        local name, run = variant[1], variant[2]
+        collectgarbage()
+        local warm_up = math.min(SAMPLE_EVERY, documents)
+        for i = 1, warm_up do run(document(i)) end
+        local start = rss()
+        local max = start
+        local t0 = os.clock()
+        for i = warm_up + 1, documents do
+            run(document(i))
+            if i % SAMPLE_EVERY == 0 or i == documents then
+                local now = rss()
+                if now > max then max = now end
+            end
+        end
+        local _, hwm = rss()
+        local seconds = os.clock() - t0
+        local over = max - start > bound_mb
+        failed = failed or over
+        print(("%-24s %7d x 1 MB: VmRSS after warm-up %.0f MB, max %.0f MB (+%.0f), "
+               .. "VmHWM %.0f MB, %.1f s CPU, %.2f GB/s%s"):format(
+            name, documents, start, max, max - start, hwm, seconds,
+            (documents - warm_up) * #base / seconds / 1e9,
+            over and ("  FAILED: grew more than " .. bound_mb .. " MB") or ""))
+    end
+    return not failed
+end
+
+local function truncations()
+    local err = ffi.new("qjson_error")
+    local ok = true
+    for _, name in ipairs({ "twitter.json", "citm_catalog.json", "canada.json" }) do
+        local text = helper.read(helper.data_dir() .. "/corpus/" .. name)
+        local n = #text
+        local t0 = os.clock()
+        local accepted = 0
+        for len = 0, n - 1 do
+            local d = C.qjson_parse(text, len, nil, err)
+            if d ~= nil then
+                C.qjson_free(d)
+                accepted = accepted + 1
+                if not text:sub(len + 1):match("^[ \t\r\n]*$") then
+                    print(name .. " cut at " .. len .. " was accepted")
+                    ok = false
+                end
+            elseif err.offset > len then
+                print(name .. " cut at " .. len .. ": offset " .. tonumber(err.offset))
+                ok = false
+            end
+            if len % 64 == 0 and d == nil then
+                local prefix = text:sub(1, len)
+                local _, e1 = safe.parse(prefix)
+                local _, e2 = safe.decode(prefix)
+                if e1 ~= e2 or e1 ~= "qjson: " .. ffi.string(err.message) then
+                    print(name .. " cut at " .. len .. ": " .. tostring(e1) .. " / "
+                          .. tostring(e2))
+                    ok = false
+                end
+            end
+        end
+        print(("%-18s %8d truncations (%d only whitespace cut, accepted), %.0f s CPU")
+              :format(name, n, accepted, os.clock() - t0))
+    end
+    return ok
+end
+
+local mode = arg[1]
+local passed
+if mode == "memory" then
+    passed = memory(tonumber(arg[2]) or 100000, tonumber(arg[3]) or 64)
+elseif mode == "truncations" then
+    passed = truncations()
+else
+    io.stderr:write("usage: luajit tools/soak.lua memory [documents] [bound_mb] | truncations\n")
+    os.exit(2)
+end
+print(passed and "soak: ok" or "soak: FAILED")
+os.exit(passed and 0 or 1)
