@@ -24,8 +24,6 @@ local pairs = pairs
 local ipairs = ipairs
 local tostring = tostring
 local math_floor = math.floor
-local tonumber = tonumber
-local collectgarbage = collectgarbage
 
 local DUPLICATE_KEY_POLICIES = {
     last = C.QJSON_DUPLICATE_KEYS_LAST_WINS,
@@ -94,22 +92,6 @@ local function options_for(opts, fname)
     return call_options
 end
 
--- The collector cannot see a document's native memory (its index and
--- scratch buffers), so a loop of parses whose documents are dropped would
--- let it pile up. Each parse counts that memory as if Lua had allocated
--- it, and every GC_PACE_BYTES the collector does the matching amount of
--- incremental work; finalized documents go back to the native pool.
-local GC_PACE_BYTES = 1024 * 1024
-local native_debt = 0
-
-local function pace_collector(ptr)
-    native_debt = native_debt + tonumber(C.qjson_memory(ptr))
-    if native_debt >= GC_PACE_BYTES then
-        collectgarbage("step", native_debt / 1024)
-        native_debt = 0
-    end
-end
-
 -- Error levels for `error`: invalid JSON is data and its message is
 -- exactly "qjson: ..." (as cjson's are), misuse points at the caller.
 local DATA, MISUSE = 0, 2
@@ -139,9 +121,7 @@ local function parse(text, opts, safe, fname)
     if not ptr then
         return nil, err, level
     end
-    local d = new_doc(ptr, text, safe)
-    pace_collector(ptr)
-    return d
+    return new_doc(ptr, text, safe)
 end
 
 -- qjson.parse(text [, options]): a validated document. Raises on invalid

@@ -345,15 +345,40 @@ describe("document lifetime", function()
     end)
 
     it("frees the native side when collected", function()
-        -- Thousands of documents dropped without free(): the pool and GC
-        -- keep the process steady (a leak would show in the native heap,
-        -- checked under valgrind by the reliability suite).
-        for i = 1, 5000 do
-            local d = qjson.parse('{"i":' .. i .. '}')
+        -- Documents dropped without free() are freed by the sweeps that
+        -- follow collections: however many are parsed, only a bounded
+        -- number is held at any time.
+        local held = require("qjson.doc").held
+        local before = held()
+        local most = 0
+        for i = 1, 50000 do
+            local d = qjson.parse('{"i":' .. i .. ',"pad":"' .. string.rep("p", 200) .. '"}')
             assert.equal(i, d:get_f64("i"))
+            most = math.max(most, held() - before)
+        end
+        assert.is_true(most < 10000, "documents held at once: " .. most)
+    end)
+
+    it("keeps documents that are reachable only through cursors or proxies", function()
+        local cursor = qjson.parse('{"a":{"b":"kept"}}'):open("a")
+        local nested = qjson.decode('{"x":{"y":["kept"]}}').x.y
+        -- Enough parses for several collections and sweeps.
+        for i = 1, 30000 do
+            qjson.parse('{"i":' .. i .. ',"pad":"' .. string.rep("p", 200) .. '"}')
         end
         collectgarbage()
-        collectgarbage()
+        qjson.parse(string.rep(" ", 2 * 1024 * 1024) .. "[]") -- a sweep after the collection
+        assert.equal("kept", cursor:get_str("b"))
+        assert.equal("kept", nested[1])
+        assert.equal('["kept"]', qjson.encode(nested))
+    end)
+
+    it("free() gives the native document back at once", function()
+        local held = require("qjson.doc").held
+        local doc = qjson.parse('{"a":1}')
+        local before = held()
+        doc:free()
+        assert.equal(before - 1, held())
     end)
 
     it("free() makes later calls raise instead of touching freed memory", function()

@@ -369,8 +369,16 @@ pub mod pool {
     use super::Document;
     use std::sync::Mutex;
 
-    /// Documents parked at most.
+    /// Documents of any size parked at most.
     const MAX_PARKED: usize = 8;
+    /// Small documents parked at most. Lua frees the documents it drops in
+    /// sweeps after a collection, so a loop over small texts hands back
+    /// hundreds at once and takes them again right after; parking them
+    /// saves a malloc and a free per vector per parse, for at most
+    /// `MAX_PARKED_SMALL * SMALL_BYTES` (4 MiB) kept.
+    const MAX_PARKED_SMALL: usize = 1024;
+    /// What counts as small: the retained bytes of a few-KB text's index.
+    const SMALL_BYTES: usize = 4096;
     /// Index vectors above this many entries are shrunk before parking
     /// (1 Mi entries, 4 MiB each): one pathological document must not pin
     /// its memory for the life of the process.
@@ -392,8 +400,13 @@ pub mod pool {
     pub fn give_back(mut doc: Box<Document<'static>>) {
         doc.unload();
         doc.index.trim(MAX_RETAINED_ENTRIES);
+        let limit = if doc.retained_bytes() <= SMALL_BYTES {
+            MAX_PARKED_SMALL
+        } else {
+            MAX_PARKED
+        };
         if let Ok(mut parked) = PARKED.lock() {
-            if parked.len() < MAX_PARKED {
+            if parked.len() < limit {
                 parked.push(doc);
             }
         }

@@ -18,6 +18,7 @@ local value = qffi.value
 local scalar = qffi.scalar
 local ffi_string = ffi.string
 local ffi_gc = ffi.gc
+local collectgarbage = collectgarbage
 local error = error
 local type = type
 local tonumber = tonumber
@@ -223,15 +224,64 @@ function Doc:open(path)
     return cursor
 end
 
+-- Native lifetimes. A cdata finalizer per document costs LuaJIT about as
+-- much as parsing a small document, so documents are freed in sweeps
+-- instead: `handles[slot]` owns a document's native pointer and
+-- `alive[slot]` (a weak value) its Lua table; once the collector has
+-- dropped the table, the next sweep frees the pointer. Nothing reads a
+-- native document without holding its table, so a pointer is never used
+-- after its sweep.
+--
+-- The collector cannot see the native memory (index and scratch buffers),
+-- so each document counts it as if Lua had allocated it, and every
+-- GC_PACE_BYTES the collector does the matching amount of incremental
+-- work and a sweep runs. A sweep visits every slot, so it waits until at
+-- least a quarter as many documents were made as are held: constant cost
+-- per document however many a program keeps.
+local GC_PACE_BYTES = 1024 * 1024
+local native_debt = 0
+local handles = {}
+local alive = setmetatable({}, { __mode = "v" })
+local free_slots, free_count = {}, 0
+local slot_count, held, made_since_sweep = 0, 0, 0
+
+local function release(slot)
+    local ptr = handles[slot]
+    handles[slot] = nil
+    alive[slot] = nil
+    free_count = free_count + 1
+    free_slots[free_count] = slot
+    held = held - 1
+    C.qjson_free(ptr)
+end
+
+local function sweep()
+    for slot = 1, slot_count do
+        if handles[slot] and alive[slot] == nil then
+            release(slot)
+        end
+    end
+    made_since_sweep = 0
+end
+
+-- At exit (lua_close runs cdata finalizers) every document still held
+-- goes back too, so leak checkers see nothing lost. Kept in `handles`, so
+-- it lives exactly as long as they do.
+handles.exit_guard = ffi_gc(ffi.new("char[1]"), function()
+    for slot = 1, slot_count do
+        if handles[slot] then
+            release(slot)
+        end
+    end
+end)
+
 -- Releases the native document now, for this object and every cursor
 -- opened from it; later calls raise instead of touching freed memory.
 function Doc:free()
     local state = self._doc
-    local ptr = state.ptr
-    if ptr then
+    if state.ptr then
         state.ptr = false
-        ffi_gc(ptr, nil)
-        C.qjson_free(ptr)
+        release(state.slot)
     end
 end
 
@@ -242,15 +292,40 @@ end
 
 -- Wraps a native handle from qjson_parse. `src` is the Lua string the
 -- handle borrows: keeping it in the state keeps it alive exactly as long
--- as the handle can be reached.
+-- as the handle can be read.
 -- The root document is its own state (one table per parse); a cursor
 -- refers to its root's.
 function _M.new(ptr, src, safe)
-    ffi_gc(ptr, C.qjson_free)
+    local slot
+    if free_count > 0 then
+        slot = free_slots[free_count]
+        free_count = free_count - 1
+    else
+        slot_count = slot_count + 1
+        slot = slot_count
+    end
     -- _doc is in the constructor so that setting it does not grow the table.
-    local root = setmetatable({ ptr = ptr, src = src, safe = safe, _at = 0, _doc = false }, Doc)
+    local root = setmetatable({ ptr = ptr, src = src, safe = safe, _at = 0, _doc = false,
+                                slot = slot }, Doc)
     root._doc = root
+    handles[slot] = ptr
+    alive[slot] = root
+    held = held + 1
+    made_since_sweep = made_since_sweep + 1
+    native_debt = native_debt + tonumber(C.qjson_memory(ptr))
+    if native_debt >= GC_PACE_BYTES then
+        collectgarbage("step", native_debt / 1024)
+        native_debt = 0
+        if made_since_sweep * 4 >= held then
+            sweep()
+        end
+    end
     return root
+end
+
+-- The number of native documents not yet freed (for tests).
+function _M.held()
+    return held
 end
 
 _M.Doc = Doc
