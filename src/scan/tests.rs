@@ -13,8 +13,14 @@ fn run(kernel: Kernel, input: &[u8]) -> Result<(Vec<u32>, Vec<u32>)> {
 /// `input` with 0..=130 spaces before and after (pass `pad = false` for
 /// large inputs) so each byte lands on every lane and on the tail path.
 fn check_all_kernels(input: &[u8], pad: bool) {
+    // Miri interprets every step: three shifts (0, 65, 130) still move
+    // each byte across a block boundary and onto the tail path.
+    let step = if cfg!(miri) { 65 } else { 1 };
     let shifts: Vec<(usize, usize)> = if pad {
-        (0..=130).map(|n| (n, (n * 7) % 131)).collect()
+        (0..=130)
+            .step_by(step)
+            .map(|n| (n, (n * 7) % 131))
+            .collect()
     } else {
         vec![(0, 0)]
     };
