@@ -369,30 +369,43 @@ pub mod pool {
     use super::Document;
     use std::sync::Mutex;
 
-    /// Documents of any size parked at most.
+    /// Documents of any size always parked, up to this many.
     const MAX_PARKED: usize = 8;
-    /// Small documents parked at most. Lua frees the documents it drops in
-    /// sweeps after a collection, so a loop over small texts hands back
-    /// hundreds at once and takes them again right after; parking them
-    /// saves a malloc and a free per vector per parse, for at most
-    /// `MAX_PARKED_SMALL * SMALL_BYTES` (4 MiB) kept.
-    const MAX_PARKED_SMALL: usize = 1024;
-    /// What counts as small: the retained bytes of a few-KB text's index.
-    const SMALL_BYTES: usize = 4096;
+    /// Beyond those, documents are parked while the pool holds at most
+    /// this many bytes and documents. Lua frees the documents it drops in
+    /// sweeps after a collection, so a loop over small texts hands back a
+    /// collection cycle's worth (a thousand or more) at once and takes them
+    /// again right after; parking them saves regrowing every vector on the
+    /// next parse.
+    const MAX_PARKED_BYTES: usize = 8 << 20;
+    const MAX_PARKED_DOCUMENTS: usize = 4096;
     /// Index vectors above this many entries are shrunk before parking
     /// (1 Mi entries, 4 MiB each): one pathological document must not pin
     /// its memory for the life of the process.
     const MAX_RETAINED_ENTRIES: usize = 1 << 20;
 
-    #[allow(
-        clippy::vec_box,
-        reason = "the box is the FFI handle; parking it reuses its allocation too"
-    )]
-    static PARKED: Mutex<Vec<Box<Document<'static>>>> = Mutex::new(Vec::new());
+    struct Parked {
+        #[allow(
+            clippy::vec_box,
+            reason = "the box is the FFI handle; parking it reuses its allocation too"
+        )]
+        documents: Vec<Box<Document<'static>>>,
+        /// The sum of their `retained_bytes`.
+        bytes: usize,
+    }
+
+    static PARKED: Mutex<Parked> = Mutex::new(Parked {
+        documents: Vec::new(),
+        bytes: 0,
+    });
 
     /// A parked document, or a new one.
     pub fn take() -> Box<Document<'static>> {
-        let parked = PARKED.lock().ok().and_then(|mut p| p.pop());
+        let parked = PARKED.lock().ok().and_then(|mut p| {
+            let doc = p.documents.pop()?;
+            p.bytes -= doc.retained_bytes();
+            Some(doc)
+        });
         parked.unwrap_or_default()
     }
 
@@ -400,15 +413,43 @@ pub mod pool {
     pub fn give_back(mut doc: Box<Document<'static>>) {
         doc.unload();
         doc.index.trim(MAX_RETAINED_ENTRIES);
-        let limit = if doc.retained_bytes() <= SMALL_BYTES {
-            MAX_PARKED_SMALL
-        } else {
-            MAX_PARKED
-        };
+        let bytes = doc.retained_bytes();
         if let Ok(mut parked) = PARKED.lock() {
-            if parked.len() < limit {
-                parked.push(doc);
+            let count = parked.documents.len();
+            if count < MAX_PARKED
+                || (count < MAX_PARKED_DOCUMENTS && parked.bytes + bytes <= MAX_PARKED_BYTES)
+            {
+                parked.bytes += bytes;
+                parked.documents.push(doc);
             }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use crate::validate::Options;
+
+        #[test]
+        fn keeps_many_small_documents_within_its_byte_budget() {
+            let text = br#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}"#;
+            let docs: Vec<_> = (0..MAX_PARKED_DOCUMENTS + 100)
+                .map(|_| {
+                    let mut doc = take();
+                    doc.load(text, &Options::default()).unwrap();
+                    doc
+                })
+                .collect();
+            for doc in docs {
+                give_back(doc);
+            }
+            let parked = PARKED.lock().unwrap();
+            // Other tests share the pool; the bounds hold whatever they do.
+            assert!(parked.documents.len() <= MAX_PARKED_DOCUMENTS);
+            assert!(parked.documents.len() >= MAX_PARKED);
+            assert!(parked.documents.len() <= MAX_PARKED || parked.bytes <= MAX_PARKED_BYTES);
+            let sum: usize = parked.documents.iter().map(|d| d.retained_bytes()).sum();
+            assert_eq!(sum, parked.bytes);
         }
     }
 }
