@@ -351,7 +351,7 @@ describe("document lifetime", function()
         local held = require("qjson.doc").held
         local before = held()
         local most = 0
-        for i = 1, 50000 do
+        for i = 1, 20000 do
             local d = qjson.parse('{"i":' .. i .. ',"pad":"' .. string.rep("p", 200) .. '"}')
             assert.equal(i, d:get_f64("i"))
             most = math.max(most, held() - before)
@@ -363,7 +363,7 @@ describe("document lifetime", function()
         local cursor = qjson.parse('{"a":{"b":"kept"}}'):open("a")
         local nested = qjson.decode('{"x":{"y":["kept"]}}').x.y
         -- Enough parses for several collections and sweeps.
-        for i = 1, 30000 do
+        for i = 1, 10000 do
             qjson.parse('{"i":' .. i .. ',"pad":"' .. string.rep("p", 200) .. '"}')
         end
         collectgarbage()
