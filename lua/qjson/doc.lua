@@ -230,20 +230,22 @@ end
 -- `alive[slot]` (a weak value) its Lua table; once the collector has
 -- dropped the table, the next sweep frees the pointer. Nothing reads a
 -- native document without holding its table, so a pointer is never used
--- after its sweep.
+-- after its sweep. Tables die only when a collection cycle ends, which
+-- `cycle[1]` (a weak value nothing else holds) tells: a sweep runs at the
+-- first parse after each cycle, so its cost (one visit per slot) is paid
+-- once per cycle, like the collector's own.
 --
 -- The collector cannot see the native memory (index and scratch buffers),
 -- so each document counts it as if Lua had allocated it, and every
 -- GC_PACE_BYTES the collector does the matching amount of incremental
--- work and a sweep runs. A sweep visits every slot, so it waits until at
--- least a quarter as many documents were made as are held: constant cost
--- per document however many a program keeps.
+-- work.
 local GC_PACE_BYTES = 1024 * 1024
 local native_debt = 0
 local handles = {}
 local alive = setmetatable({}, { __mode = "v" })
+local cycle = setmetatable({ {} }, { __mode = "v" })
 local free_slots, free_count = {}, 0
-local slot_count, held, made_since_sweep = 0, 0, 0
+local slot_count, held = 0, 0
 
 local function release(slot)
     local ptr = handles[slot]
@@ -261,7 +263,7 @@ local function sweep()
             release(slot)
         end
     end
-    made_since_sweep = 0
+    cycle[1] = {}
 end
 
 -- At exit (lua_close runs cdata finalizers) every document still held
@@ -311,14 +313,13 @@ function _M.new(ptr, src, safe)
     handles[slot] = ptr
     alive[slot] = root
     held = held + 1
-    made_since_sweep = made_since_sweep + 1
     native_debt = native_debt + tonumber(C.qjson_memory(ptr))
     if native_debt >= GC_PACE_BYTES then
         collectgarbage("step", native_debt / 1024)
         native_debt = 0
-        if made_since_sweep * 4 >= held then
-            sweep()
-        end
+    end
+    if cycle[1] == nil then
+        sweep()
     end
     return root
 end
