@@ -31,44 +31,53 @@ check() {
     fi
 }
 
-# cargo test: add up its "test result: ok. N passed; M failed" lines.
-cargo_tests() {
-    local name=$1
-    shift
+# Runs a command whose output reports many results, counted by `counter`
+# (a function printing "PASSED FAILED" for the output file). A non-zero
+# exit with no failure reported (it did not build, a spec file did not
+# load, the runner died) counts as one failure.
+counted_tests() {
+    local name=$1 counter=$2
+    shift 2
     section "$name"
     local out rc p f
     out=$(mktemp)
     "$@" 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
-    p=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^passed/) s += $i } END { print s + 0 }' "$out")
-    f=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^failed/) s += $i } END { print s + 0 }' "$out")
-    passed=$((passed + ${p:-0}))
-    failed=$((failed + ${f:-0}))
-    if [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then
-        failed=$((failed + 1)) # did not build, or crashed before reporting
+    read -r p f < <("$counter" "$out")
+    passed=$((passed + p))
+    failed=$((failed + f))
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        failed=$((failed + 1))
     fi
     [ "$rc" -eq 0 ] || failures+=("$name")
     rm -f "$out"
 }
 
-# A command printing TAP: count "ok" / "not ok" lines.
+# cargo test's "test result: ok. N passed; M failed" lines, added up.
+count_cargo() {
+    awk '/^test result:/ {
+        for (i = 1; i < NF; i++) {
+            if ($(i + 1) ~ /^passed/) p += $i
+            if ($(i + 1) ~ /^failed/) f += $i
+        }
+    } END { print p + 0, f + 0 }' "$1"
+}
+
+# TAP: "ok" and "not ok" lines.
+count_tap() {
+    echo "$(grep -c '^ok ' "$1")" "$(grep -c '^not ok ' "$1")"
+}
+
+cargo_tests() {
+    local name=$1
+    shift
+    counted_tests "$name" count_cargo "$@"
+}
+
 tap_tests() {
     local name=$1
     shift
-    section "$name"
-    local out rc p f
-    out=$(mktemp)
-    "$@" 2>&1 | tee "$out"
-    rc=${PIPESTATUS[0]}
-    p=$(grep -c '^ok ' "$out")
-    f=$(grep -c '^not ok ' "$out")
-    passed=$((passed + p))
-    failed=$((failed + f))
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        failed=$((failed + 1)) # a spec file failed to load, or the runner died
-    fi
-    [ "$rc" -eq 0 ] || failures+=("$name")
-    rm -f "$out"
+    counted_tests "$name" count_tap "$@"
 }
 
 # busted in TAP form.
