@@ -67,6 +67,20 @@ pub struct qjson_value {
     pub i64_: i64,
 }
 
+/// An empty out-cell, for callers from Rust (tests, fuzz targets).
+impl Default for qjson_value {
+    fn default() -> Self {
+        qjson_value {
+            type_: 0,
+            cursor: 0,
+            str_: ptr::null(),
+            len: 0,
+            num: 0.0,
+            i64_: 0,
+        }
+    }
+}
+
 // The layouts the header promises (x86_64 and other LP64 targets).
 const _: () = {
     assert!(size_of::<qjson_options>() == 8 && align_of::<qjson_options>() == 4);

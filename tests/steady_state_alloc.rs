@@ -189,17 +189,6 @@ fn new_error() -> qjson_error {
     }
 }
 
-fn new_value() -> qjson_value {
-    qjson_value {
-        type_: 0,
-        cursor: 0,
-        str_: ptr::null(),
-        len: 0,
-        num: 0.0,
-        i64_: 0,
-    }
-}
-
 /// The NUL-terminated message of `e`, as bytes.
 fn message(e: &qjson_error) -> &[u8] {
     let bytes: &[u8; 256] = {
@@ -235,7 +224,7 @@ impl Doc {
 
     /// Calls one lookup function; returns its status and output.
     fn call(&self, f: Lookup, cursor: u32, path: &[u8]) -> (c_int, qjson_value) {
-        let mut out = new_value();
+        let mut out = qjson_value::default();
         // SAFETY: self.0 is a live document used by this thread only, the
         // path slice is readable for its length, and out is writable.
         let rc = unsafe { f(self.0, cursor, path.as_ptr().cast(), path.len(), &mut out) };

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make fuzz`: runs each libFuzzer target of fuzz/ (parse, navigate,
-# spans) for FUZZ_SECONDS (default 600) one after the other, seeded from
+# spans, escape) for FUZZ_SECONDS (default 600) one after the other, seeded from
 # the shared JSONTestSuite and corpus files, then the LuaJIT encoder
 # splice fuzz (tools/fuzz_encode.lua, target "encode") for as long, and
 # prints one line per target with its executions and corpus size.
@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-600}
-read -r -a targets <<<"${FUZZ_TARGETS:-parse navigate spans encode}"
+read -r -a targets <<<"${FUZZ_TARGETS:-parse navigate spans escape encode}"
 data=${QJSON_DATA:-../shared/data}
 # Longer inputs are cut when loaded; the big corpus files still seed
 # their first 64 KiB of real-world structure.
@@ -35,8 +35,9 @@ for t in "${targets[@]}"; do
         summary+=("$line")
         continue
     fi
-    # Every target reads two option bytes first; "\0\0" is the default
-    # options, so each seed is a whole JSON text.
+    # The document targets read two option bytes first; "\0\0" is the
+    # default options, so each seed is a whole JSON text (escape reads one
+    # flag byte and takes the rest as text to escape).
     seeds=fuzz/corpus/$t
     mkdir -p "$seeds"
     for f in "$data"/jsontestsuite/*.json "$data"/corpus/*.json; do

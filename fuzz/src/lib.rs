@@ -106,17 +106,6 @@ impl Drop for Doc<'_> {
     }
 }
 
-fn blank() -> qjson_value {
-    qjson_value {
-        type_: 0,
-        cursor: 0,
-        str_: ptr::null(),
-        len: 0,
-        num: 0.0,
-        i64_: 0,
-    }
-}
-
 /// `len` bytes at `p`, copied. Reading them is the check that the pointer
 /// is good for its whole length.
 ///
@@ -180,7 +169,7 @@ impl<'a> Doc<'a> {
     }
 
     fn call(&mut self, f: PathCall, cursor: u32, path: &[u8]) -> Result<qjson_value, i32> {
-        let mut out = blank();
+        let mut out = qjson_value::default();
         // SAFETY: a live document, a path slice and an out-cell.
         let rc = unsafe { f(self.ptr, cursor, path.as_ptr().cast(), path.len(), &mut out) };
         checked(rc).map(|()| out)
@@ -253,7 +242,7 @@ impl<'a> Doc<'a> {
 
     /// `qjson_get_index`.
     pub fn get_index(&mut self, cursor: u32, index: usize) -> Result<Value, i32> {
-        let mut out = blank();
+        let mut out = qjson_value::default();
         // SAFETY: a live document and an out-cell.
         let rc = unsafe { qjson_get_index(self.ptr, cursor, index, &mut out) };
         checked(rc).map(|()| Self::scalar(&out))
@@ -276,7 +265,7 @@ impl<'a> Doc<'a> {
     /// `qjson_member`: the key (bytes, and `i64_` its quote's offset, which
     /// is checked to be a quote of the text) and the value.
     pub fn member(&mut self, entry: u32) -> Result<(Value, Value), i32> {
-        let (mut key, mut value) = (blank(), blank());
+        let (mut key, mut value) = (qjson_value::default(), qjson_value::default());
         // SAFETY: a live document and two out-cells.
         let rc = unsafe { qjson_member(self.ptr, entry, &mut key, &mut value) };
         checked(rc)?;
