@@ -524,34 +524,32 @@ local function write_chart(rows, png)
     local panels = { { "read fields", "read model, temperature, every text" },
                      { "modify a top-level field + encode", "change model, encode" } }
     local libs = { "cjson", "simdjson", "qjson.parse", "qjson.decode" }
+    -- One data block per line drawn; gnuplot numbers the blocks from 0.
     local data = os.tmpname()
     local f = assert(io.open(data, "w"))
+    local plots, block = {}, 0
     for _, panel in ipairs(panels) do
+        local lines = {}
         for _, lib in ipairs(libs) do
-            f:write("# ", panel[1], " / ", lib, "\n")
+            local points = {}
             for _, rung in ipairs(payloads.ladder) do
                 local r = find("chat " .. rung[1], panel[1], lib)
                 if r then
-                    f:write(string.format("%.0f %.3f\n", r.bytes, r.median * r.bytes / 1e6))
+                    points[#points + 1] = string.format("%.0f %.3f", r.bytes,
+                                                        r.median * r.bytes / 1e6)
                 end
             end
-            f:write("\n\n")
-        end
-    end
-    f:close()
-    local plots = {}
-    for p, panel in ipairs(panels) do
-        local lines = {}
-        for l, lib in ipairs(libs) do
-            local block = (p - 1) * #libs + l - 1
-            if find("chat 1 MB", panel[1], lib) then
+            if #points > 0 then
+                f:write(table.concat(points, "\n"), "\n\n\n")
                 lines[#lines + 1] = string.format("'%s' index %d with linespoints title '%s'",
                     data, block, lib)
+                block = block + 1
             end
         end
         plots[#plots + 1] = string.format("set title '%s'\nplot %s", panel[2],
             table.concat(lines, ", "))
     end
+    f:close()
     local gp = assert(io.popen("gnuplot", "w"))
     gp:write(string.format([[
 set terminal pngcairo size 1200,480 font ',10'
