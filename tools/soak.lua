@@ -8,8 +8,9 @@
 --       fails if it ever exceeds the RSS after warm-up by more than
 --       `bound_mb` (default 64): memory must stay flat, not grow with the
 --       number of documents.
---   luajit tools/soak.lua truncations
+--   luajit tools/soak.lua truncations [file.json...]
 --       Every single-byte truncation of twitter, citm_catalog and canada
+--       (or of the corpus files named)
 --       through the C ABI (the prefix is the same buffer with a shorter
 --       length, so nothing is copied), each of which must fail with an
 --       offset within the prefix; every 64th also through qjson.safe.parse
@@ -95,10 +96,13 @@ local function memory(documents, bound_mb)
     return not failed
 end
 
-local function truncations()
+local function truncations(names)
     local err = ffi.new("qjson_error")
     local ok = true
-    for _, name in ipairs({ "twitter.json", "citm_catalog.json", "canada.json" }) do
+    if #names == 0 then
+        names = { "twitter.json", "citm_catalog.json", "canada.json" }
+    end
+    for _, name in ipairs(names) do
         local text = helper.read(helper.data_dir() .. "/corpus/" .. name)
         local n = #text
         local t0 = os.clock()
@@ -138,9 +142,10 @@ local passed
 if mode == "memory" then
     passed = memory(tonumber(arg[2]) or 100000, tonumber(arg[3]) or 64)
 elseif mode == "truncations" then
-    passed = truncations()
+    passed = truncations({ select(2, unpack(arg)) })
 else
-    io.stderr:write("usage: luajit tools/soak.lua memory [documents] [bound_mb] | truncations\n")
+    io.stderr:write("usage: luajit tools/soak.lua memory [documents] [bound_mb]"
+        .. " | truncations [file.json...]\n")
     os.exit(2)
 end
 print(passed and "soak: ok" or "soak: FAILED")
