@@ -530,7 +530,7 @@ local function write_chart(rows, png)
     local plots, block = {}, 0
     for _, panel in ipairs(panels) do
         local lines = {}
-        for _, lib in ipairs(libs) do
+        for color, lib in ipairs(libs) do
             local points = {}
             for _, rung in ipairs(payloads.ladder) do
                 local r = find("chat " .. rung[1], panel[1], lib)
@@ -541,8 +541,10 @@ local function write_chart(rows, png)
             end
             if #points > 0 then
                 f:write(table.concat(points, "\n"), "\n\n\n")
-                lines[#lines + 1] = string.format("'%s' index %d with linespoints title '%s'",
-                    data, block, lib)
+                -- A library keeps its color in both panels.
+                lines[#lines + 1] = string.format(
+                    "'%s' index %d with linespoints linetype %d title '%s'",
+                    data, block, color, lib)
                 block = block + 1
             end
         end
