@@ -13,51 +13,73 @@ use crate::error::ErrorCode;
 /// the bytes there are not a number. The caller checks what follows.
 #[inline]
 pub fn number_end(src: &[u8], start: usize) -> Option<usize> {
-    let digit = |i: usize| src.get(i).is_some_and(u8::is_ascii_digit);
     let mut i = start;
     if src.get(i) == Some(&b'-') {
         i += 1;
     }
     match src.get(i) {
         Some(b'0') => i += 1,
-        Some(b'1'..=b'9') => {
-            i += 1;
-            while digit(i) {
-                i += 1;
-            }
-        }
+        Some(b'1'..=b'9') => i = skip_digits(src, i + 1),
         _ => return None,
     }
     if src.get(i) == Some(&b'.') {
-        i += 1;
-        if !digit(i) {
+        let end = skip_digits(src, i + 1);
+        if end == i + 1 {
             return None;
         }
-        while digit(i) {
-            i += 1;
-        }
+        i = end;
     }
     if matches!(src.get(i), Some(b'e' | b'E')) {
         i += 1;
         if matches!(src.get(i), Some(b'+' | b'-')) {
             i += 1;
         }
-        if !digit(i) {
+        let end = skip_digits(src, i);
+        if end == i {
             return None;
         }
-        while digit(i) {
-            i += 1;
-        }
+        i = end;
     }
     Some(i)
 }
 
+/// The index of the first byte at or after `i` that is not an ASCII
+/// digit (or `src.len()`), eight bytes at a time: number-heavy texts
+/// (coordinates, prices) spend most of their validation here.
+#[inline]
+fn skip_digits(src: &[u8], mut i: usize) -> usize {
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    // A byte above '9' reaches 0x80 when 0x46 is added.
+    const PAST_NINE: u64 = 0x4646_4646_4646_4646;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = src.get(i..i + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        // A byte's high bit is set when it is below '0' (the subtraction
+        // wraps), above '9' (the addition reaches 0x80) or at least 0xba
+        // (the subtraction leaves it at 0x8a or more). Carries and borrows
+        // only move upwards, so the lowest flagged byte is exact.
+        let non_digit = (word.wrapping_sub(ZEROS) | word.wrapping_add(PAST_NINE)) & HIGHS;
+        if non_digit != 0 {
+            return i + (non_digit.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while src.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
+}
+
 /// The nearest double to a valid JSON number (±infinity past the range).
 pub fn to_f64(number: &[u8]) -> f64 {
-    core::str::from_utf8(number)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(f64::NAN)
+    // A valid JSON number is ASCII; testing that is cheaper than a full
+    // UTF-8 check and keeps any other input from reaching the str parser.
+    if !number.is_ascii() {
+        return f64::NAN;
+    }
+    // SAFETY: ASCII bytes are UTF-8.
+    let text = unsafe { core::str::from_utf8_unchecked(number) };
+    text.parse().unwrap_or(f64::NAN)
 }
 
 /// The exact value of a valid JSON number as an `i64`.
@@ -137,6 +159,26 @@ fn parse_exponent(e: &[u8]) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skip_digits_matches_a_byte_loop() {
+        for byte in 0..=255u8 {
+            for position in 0..20 {
+                let mut src = b"12345678901234567890".to_vec();
+                src[position] = byte;
+                let naive = src
+                    .iter()
+                    .position(|b| !b.is_ascii_digit())
+                    .unwrap_or(src.len());
+                for from in 0..=position.min(3) {
+                    let want = if from <= naive { naive } else { from };
+                    assert_eq!(skip_digits(&src, from), want, "{byte:#x} at {position}");
+                }
+            }
+        }
+        assert_eq!(skip_digits(b"", 0), 0);
+        assert_eq!(skip_digits(b"123", 3), 3);
+    }
 
     #[test]
     fn grammar() {
