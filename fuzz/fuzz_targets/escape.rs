@@ -3,33 +3,14 @@
 //! Input: `[flags, bytes...]`; bit 0 of `flags` asks for `\/`, the other
 //! bits pick the output room per call (6 to 133 bytes), so escapes land on
 //! every slice boundary. The escaped bytes must equal lua-cjson's escaping
-//! written out byte by byte, and when the input is UTF-8, the escaped text
+//! written out byte by byte (`escape_reference`), and when the input is UTF-8, the escaped text
 //! in quotes must parse as one JSON string that decodes to the input.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use qjson::escape::escape_reference;
 use qjson::ffi::qjson_escape;
 use qjson_fuzz::{Doc, take};
-
-/// lua-cjson's escaping, one byte at a time.
-fn reference(src: &[u8], escape_slash: bool) -> Vec<u8> {
-    let mut out = Vec::new();
-    for &b in src {
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'/' if escape_slash => out.extend_from_slice(b"\\/"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0..0x20 | 0x7f => out.extend_from_slice(format!("\\u{b:04x}").as_bytes()),
-            _ => out.push(b),
-        }
-    }
-    out
-}
 
 fuzz_target!(|data: &[u8]| {
     let Some(([flags], src)) = take::<1>(data) else {
@@ -59,7 +40,7 @@ fuzz_target!(|data: &[u8]| {
         out.extend_from_slice(&dst[..written]);
         at += consumed;
     }
-    assert_eq!(&out[1..], &reference(src, escape_slash)[..]);
+    assert_eq!(&out[1..], &escape_reference(src, escape_slash)[..]);
     out.push(b'"');
     if std::str::from_utf8(src).is_ok() {
         let mut doc = Doc::parse(&out, 0, 0).expect("escaped UTF-8 parses as a JSON string");
