@@ -284,6 +284,8 @@ function Doc:free()
     if state.ptr then
         state.ptr = false
         release(state.slot)
+        -- Memory given back now needs no collector work to find it.
+        native_debt = native_debt > state.bytes and native_debt - state.bytes or 0
     end
 end
 
@@ -307,13 +309,14 @@ function _M.new(ptr, src, safe)
         slot = slot_count
     end
     -- _doc is in the constructor so that setting it does not grow the table.
+    local bytes = tonumber(C.qjson_memory(ptr))
     local root = setmetatable({ ptr = ptr, src = src, safe = safe, _at = 0, _doc = false,
-                                slot = slot }, Doc)
+                                slot = slot, bytes = bytes }, Doc)
     root._doc = root
     handles[slot] = ptr
     alive[slot] = root
     held = held + 1
-    native_debt = native_debt + tonumber(C.qjson_memory(ptr))
+    native_debt = native_debt + bytes
     if native_debt >= GC_PACE_BYTES then
         collectgarbage("step", native_debt / 1024)
         native_debt = 0
