@@ -174,7 +174,7 @@ int qjson_get_key(qjson_doc *doc, uint32_t cursor, const char *key, size_t key_l
                   qjson_value *out);
 
 /* Reads element index (0-based) of the array at cursor, like qjson_get.
-   Reading elements in increasing order costs one step each. */
+   O(1) amortised in any order of reads (see src/navigate/lookup.rs). */
 int qjson_get_index(qjson_doc *doc, uint32_t cursor, size_t index, qjson_value *out);
 
 /* The members of the object at cursor as key entries in document order:

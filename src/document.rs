@@ -13,27 +13,12 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Index;
+use crate::navigate::lookup::Lookup;
 use crate::navigate::path::{Path, Step, is_index_token, parse_index, unescape_token};
 use crate::navigate::{Tree, ValueType, tape};
 use crate::scan;
-use crate::validate::{self, DuplicateKeys, Options, duplicates};
+use crate::validate::{self, DuplicateKeys, Options};
 use crate::values::{number, string};
-
-/// The last element reached in an array, so that reading elements in
-/// order (`messages[0]`, `messages[1]`, …) steps once per element instead
-/// of walking from the start each time.
-#[derive(Clone, Copy, Debug)]
-struct LastElement {
-    array: u32,
-    index: u32,
-    element: u32,
-}
-
-const NO_ELEMENT: LastElement = LastElement {
-    array: u32::MAX,
-    index: 0,
-    element: 0,
-};
 
 /// A validated JSON text and the memory to read it.
 #[derive(Debug)]
@@ -42,14 +27,13 @@ pub struct Document<'a> {
     opts: Options,
     index: Index,
     walk: validate::Scratch,
-    duplicates: duplicates::Scratch,
+    lookup: Lookup,
     keys: Vec<u32>,
     text: Vec<u8>,
     key_text: Vec<u8>,
     token: Vec<u8>,
     tape: Vec<tape::Item>,
     tape_arena: Vec<u8>,
-    last_element: LastElement,
 }
 
 impl Default for Document<'_> {
@@ -66,14 +50,13 @@ impl<'a> Document<'a> {
             opts: Options::default(),
             index: Index::default(),
             walk: validate::Scratch::default(),
-            duplicates: duplicates::Scratch::default(),
+            lookup: Lookup::default(),
             keys: Vec::new(),
             text: Vec::new(),
             key_text: Vec::new(),
             token: Vec::new(),
             tape: Vec::new(),
             tape_arena: Vec::new(),
-            last_element: NO_ELEMENT,
         }
     }
 
@@ -105,7 +88,7 @@ impl<'a> Document<'a> {
     pub fn retained_bytes(&self) -> usize {
         self.index.retained_bytes()
             + self.walk.retained_bytes()
-            + self.duplicates.retained_bytes()
+            + self.lookup.retained_bytes()
             + self.keys.capacity() * size_of::<u32>()
             + self.text.capacity()
             + self.key_text.capacity()
@@ -119,7 +102,7 @@ impl<'a> Document<'a> {
         self.src = b"";
         self.index.clear();
         self.tape.clear();
-        self.last_element = NO_ELEMENT;
+        self.lookup.clear();
     }
 
     /// The JSON text.
@@ -171,17 +154,16 @@ impl<'a> Document<'a> {
     }
 
     fn step(&mut self, at: u32, step: Step<'_>) -> Option<u32> {
-        let last_wins = self.opts.duplicate_keys == DuplicateKeys::LastWins;
         match (self.tree().value_type(at), step) {
-            (ValueType::Object, Step::Key(key)) => self.tree().find_key(at, key, last_wins),
+            (ValueType::Object, Step::Key(key)) => self.member(at, key),
             (ValueType::Object, Step::Token(token)) if token.contains(&b'~') => {
                 let mut decoded = core::mem::take(&mut self.token);
                 unescape_token(token, &mut decoded);
-                let found = self.tree().find_key(at, &decoded, last_wins);
+                let found = self.member(at, &decoded);
                 self.token = decoded;
                 found
             }
-            (ValueType::Object, Step::Token(key)) => self.tree().find_key(at, key, last_wins),
+            (ValueType::Object, Step::Token(key)) => self.member(at, key),
             (ValueType::Array, Step::Index(i)) => self.element(at, i),
             (ValueType::Array, Step::Token(t)) if is_index_token(t) => {
                 self.element(at, parse_index(t))
@@ -207,13 +189,30 @@ impl<'a> Document<'a> {
     /// The value of the member named `key` (decoded bytes) of the value
     /// at `obj`, under the duplicate-key policy; `None` when `obj` is not
     /// an object or has no such key.
-    pub fn member(&self, obj: u32, key: &[u8]) -> Option<u32> {
-        let tree = self.tree();
-        if tree.value_type(obj) != ValueType::Object {
+    pub fn member(&mut self, obj: u32, key: &[u8]) -> Option<u32> {
+        if self.tree().value_type(obj) != ValueType::Object {
             return None;
         }
-        let last_wins = self.opts.duplicate_keys == DuplicateKeys::LastWins;
-        tree.find_key(obj, key, last_wins)
+        let last_wins = self.last_wins();
+        self.lookup
+            .member(self.src, &mut self.index, obj, key, last_wins)
+    }
+
+    fn last_wins(&self) -> bool {
+        self.opts.duplicate_keys == DuplicateKeys::LastWins
+    }
+
+    /// The work reads have done on this document so far (values stepped
+    /// over, keys compared or hashed): tests and benchmarks check that it
+    /// grows linearly with the reads, whatever their order.
+    pub fn lookup_work(&self) -> u64 {
+        self.lookup.work()
+    }
+
+    /// Bytes of lookup tables built for this document (see
+    /// [`crate::navigate::lookup`]).
+    pub fn lookup_table_bytes(&self) -> usize {
+        self.lookup.table_bytes()
     }
 
     /// The key entries of the members of the object at `obj`, in document
@@ -221,25 +220,18 @@ impl<'a> Document<'a> {
     /// policy reads (one per distinct key, the last one). `None` when
     /// `obj` is not an object. Valid until the next call on this document.
     pub fn members(&mut self, obj: u32, every: bool) -> Option<&[u32]> {
-        let tree = Tree {
-            src: self.src,
-            positions: &self.index.positions,
-            links: &self.index.links,
-        };
-        if tree.value_type(obj) != ValueType::Object {
+        if self.tree().value_type(obj) != ValueType::Object {
             return None;
         }
-        self.keys.clear();
-        self.keys.extend(tree.keys(obj));
-        if !every && self.opts.duplicate_keys == DuplicateKeys::LastWins {
-            duplicates::retain_last(
-                self.src,
-                tree.positions,
-                tree.links,
-                &mut self.keys,
-                &mut self.duplicates,
-            );
-        }
+        let last_wins = self.last_wins();
+        self.lookup.members(
+            self.src,
+            &mut self.index,
+            obj,
+            every,
+            last_wins,
+            &mut self.keys,
+        );
         Some(&self.keys)
     }
 
@@ -280,20 +272,10 @@ impl<'a> Document<'a> {
         if tree.value_type(array) != ValueType::Array || index >= tree.count(array) as usize {
             return None;
         }
-        let index = index as u32;
-        let last = self.last_element;
-        let (from, from_index) = if last.array == array && last.index <= index {
-            (last.element, last.index)
-        } else {
-            (array + 1, 0)
-        };
-        let element = tree.step_elements(from, from_index, index);
-        self.last_element = LastElement {
-            array,
-            index,
-            element,
-        };
-        Some(element)
+        Some(
+            self.lookup
+                .element(self.src, &mut self.index, array, index as u32),
+        )
     }
 
     /// The type of the value at `at` (a cursor from [`Document::find`]).
@@ -337,27 +319,15 @@ impl<'a> Document<'a> {
     /// Elements of an array, or distinct keys of an object; `None` for
     /// other types.
     pub fn len(&mut self, at: u32) -> Option<usize> {
-        let tree = Tree {
-            src: self.src,
-            positions: &self.index.positions,
-            links: &self.index.links,
-        };
+        let tree = self.tree();
         match tree.value_type(at) {
             ValueType::Array => Some(tree.count(at) as usize),
             ValueType::Object => {
-                let count = tree.count(at) as usize;
-                if count < 2 || self.opts.duplicate_keys == DuplicateKeys::Error {
-                    return Some(count);
-                }
-                self.keys.clear();
-                self.keys.extend(tree.keys(at));
-                Some(duplicates::count_distinct(
-                    self.src,
-                    tree.positions,
-                    tree.links,
-                    &self.keys,
-                    &mut self.duplicates,
-                ))
+                let last_wins = self.last_wins();
+                let distinct = self
+                    .lookup
+                    .distinct_keys(self.src, &mut self.index, at, last_wins);
+                Some(distinct as usize)
             }
             _ => None,
         }

@@ -415,7 +415,7 @@ pub unsafe extern "C" fn qjson_get_key(
 }
 
 /// Reads element `index` (0-based) of the array at `cursor`, like
-/// `qjson_get`. Reading elements in increasing order steps once each.
+/// `qjson_get`. O(1) amortised in any order of reads.
 ///
 /// # Safety
 /// `doc` is NULL or a live document; `out` is NULL or valid for writes.

@@ -29,6 +29,9 @@
 //!   entries hold 0.
 //! * `escapes` holds, in increasing order, the offset of every escaped
 //!   character inside a string (the byte after the backslash).
+//! * The links of separators (`:` and `,`) are 0 after validation. Reads
+//!   may later keep a container's lookup state in the link of its first
+//!   separator ([`crate::navigate::lookup`]); nothing else reads them.
 //!
 //! Offsets are `u32`: inputs of 4 GiB or more are rejected before scanning.
 

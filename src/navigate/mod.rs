@@ -5,13 +5,15 @@
 //! over any value is O(1): a container jumps to its close, a string is two
 //! entries, any other scalar one. Finding a key walks the object's members
 //! comparing keys after unescaping ([`crate::values::string::unescaped_eq`]);
-//! finding element `k` steps over `k` elements.
+//! finding element `k` steps over `k` elements. [`lookup`] keeps both O(1)
+//! per read whatever the order of reads, with tables built on demand.
 //!
 //! Duplicate keys: under "last wins" a lookup keeps walking after a match
 //! and returns the last one, so lookups, counts and iteration read the
 //! document the way lua-cjson and most servers do. Under "error" the
 //! document has no repeats and the first match is the only one.
 
+pub mod lookup;
 pub mod path;
 pub mod tape;
 

@@ -1,182 +1,175 @@
-//! Repeated keys within one object, compared after unescaping
-//! (`"mod\u0065l"` and `"model"` are the same key).
+//! Which keys of an object are the same key, compared after unescaping
+//! (`"mod\u0065l"` and `"model"` are one key).
 //!
-//! Used by validation under `duplicate_keys = "error"` and by navigation
-//! to count the distinct members of an object under "last wins". Small
-//! objects compare every pair; larger ones sort their keys, which keeps
-//! the cost O(n log n) whatever keys an attacker chooses (no hashing to
-//! collide).
+//! One structure answers that wherever it is asked: [`KeyTable`], an
+//! open-addressing hash table of key entries over slots its owner
+//! provides. Keys are hashed with SipHash under a key drawn at random once
+//! per process (std's `RandomState`), so an attacker who picks the keys of
+//! a body cannot make them collide: inserts and lookups cost O(1 + key
+//! length) expected, whatever the keys, and a whole object O(its size).
+//! Validation fills a scratch table per object under
+//! `duplicate_keys = "error"` ([`first_repeat`]); navigation keeps one per
+//! object it searches often ([`crate::navigate::lookup`]).
+//!
+//! Objects of at most [`PAIRWISE_MAX`] keys are compared pair by pair:
+//! cheaper than hashing at that size, and O(1) all the same.
 
+use std::hash::{BuildHasher, RandomState};
+use std::sync::OnceLock;
+
+use crate::navigate::Tree;
 use crate::values::string::unescape_into;
 
-/// Objects up to this many keys are checked pair by pair.
-const PAIRWISE_MAX: usize = 8;
+/// Objects up to this many keys are compared pair by pair.
+pub const PAIRWISE_MAX: usize = 16;
 
-/// One key's decoded bytes: a slice of the input, or of the arena when
-/// the key had escapes.
-#[derive(Clone, Copy, Debug)]
-struct Key {
-    entry: u32,
-    start: u32,
-    len: u32,
-    in_arena: bool,
+/// The number of slots a table for `keys` keys (at least 2) needs: 1.75
+/// per key, so the table is at most 4/7 full and takes 7 bytes per key.
+pub fn table_len(keys: usize) -> usize {
+    keys + keys / 2 + keys / 4
 }
 
-/// Reusable memory for decoded keys.
+/// The hash of a decoded key, under the process's random SipHash key.
+fn hash(key: &[u8]) -> u64 {
+    static HASHER: OnceLock<RandomState> = OnceLock::new();
+    HASHER.get_or_init(RandomState::new).hash_one(key)
+}
+
+/// The decoded bytes of the key (any string) at entry `e`: a slice of the
+/// text, or of `buf` when it has escapes.
+pub fn decoded<'r>(tree: &Tree<'r>, e: u32, buf: &'r mut Vec<u8>) -> &'r [u8] {
+    let body = tree.string_body(e);
+    if !tree.has_escapes(e) {
+        return body;
+    }
+    buf.clear();
+    unescape_into(body, buf);
+    buf
+}
+
+/// Whether the keys at entries `a` and `b` are the same key.
+pub fn same_key(tree: &Tree<'_>, a: u32, b: u32, buf: &mut Vec<u8>) -> bool {
+    tree.key_is(b, decoded(tree, a, buf))
+}
+
+/// An open-addressing (linear probing) hash table of key entries: each
+/// slot holds the entry of a key's opening quote, or 0 for empty (entry 0
+/// is never a key). Lookups compare keys after unescaping.
+pub struct KeyTable<'s> {
+    slots: &'s mut [u32],
+}
+
+impl<'s> KeyTable<'s> {
+    /// A table over `slots`, which must be all 0 and hold at least
+    /// [`table_len`] slots for the keys that will be inserted.
+    pub fn new(slots: &'s mut [u32]) -> KeyTable<'s> {
+        debug_assert!(!slots.is_empty());
+        KeyTable { slots }
+    }
+
+    /// Inserts the key at entry `key` whose decoded bytes are `bytes`.
+    /// When the table already holds the same key, returns its entry and,
+    /// if `replace`, puts `key` in its place. Adds the slots it probed to
+    /// `work`.
+    pub fn insert(
+        &mut self,
+        tree: &Tree<'_>,
+        key: u32,
+        bytes: &[u8],
+        replace: bool,
+        work: &mut u64,
+    ) -> Option<u32> {
+        let mut at = home(self.slots.len(), bytes);
+        loop {
+            *work += 1;
+            let held = self.slots[at];
+            if held == 0 {
+                self.slots[at] = key;
+                return None;
+            }
+            if tree.key_is(held, bytes) {
+                if replace {
+                    self.slots[at] = key;
+                }
+                return Some(held);
+            }
+            at += 1;
+            if at == self.slots.len() {
+                at = 0;
+            }
+        }
+    }
+}
+
+/// The slot where probing for `key` starts in a table of `len` slots: its
+/// hash scaled to the table (no power-of-two size needed).
+fn home(len: usize, key: &[u8]) -> usize {
+    ((u128::from(hash(key)) * len as u128) >> 64) as usize
+}
+
+/// The entry of the key that decodes to `want` in the [`KeyTable`] slots
+/// `slots`, if they hold one. Adds the slots it probed to `work`.
+pub fn find(slots: &[u32], tree: &Tree<'_>, want: &[u8], work: &mut u64) -> Option<u32> {
+    let mut at = home(slots.len(), want);
+    loop {
+        *work += 1;
+        let held = slots[at];
+        if held == 0 {
+            return None;
+        }
+        if tree.key_is(held, want) {
+            return Some(held);
+        }
+        at += 1;
+        if at == slots.len() {
+            at = 0;
+        }
+    }
+}
+
+/// Reusable memory for [`first_repeat`].
 #[derive(Default, Debug)]
 pub struct Scratch {
-    arena: Vec<u8>,
-    keys: Vec<Key>,
-    shadowed: Vec<u32>,
+    slots: Vec<u32>,
+    key: Vec<u8>,
+    /// Keys compared and slots probed so far, for tests that check the
+    /// work stays linear whatever the keys.
+    work: u64,
 }
 
 impl Scratch {
     /// Bytes of heap held for the next document.
     pub fn retained_bytes(&self) -> usize {
-        self.arena.capacity()
-            + self.keys.capacity() * size_of::<Key>()
-            + self.shadowed.capacity() * size_of::<u32>()
+        self.slots.capacity() * size_of::<u32>() + self.key.capacity()
     }
 
-    /// Collects the decoded keys whose opening quotes are `entries`.
-    fn load(&mut self, src: &[u8], positions: &[u32], links: &[u32], entries: &[u32]) {
-        self.arena.clear();
-        self.keys.clear();
-        for &entry in entries {
-            let e = entry as usize;
-            let (open, close) = (positions[e] as usize + 1, positions[e + 1] as usize);
-            let key = if links[e] == 0 {
-                Key {
-                    entry,
-                    start: open as u32,
-                    len: (close - open) as u32,
-                    in_arena: false,
-                }
-            } else {
-                let start = self.arena.len();
-                unescape_into(&src[open..close], &mut self.arena);
-                Key {
-                    entry,
-                    start: start as u32,
-                    len: (self.arena.len() - start) as u32,
-                    in_arena: true,
-                }
-            };
-            self.keys.push(key);
-        }
-    }
-
-    fn bytes<'a>(&'a self, src: &'a [u8], k: &Key) -> &'a [u8] {
-        let from = if k.in_arena { &self.arena[..] } else { src };
-        &from[k.start as usize..(k.start + k.len) as usize]
-    }
-
-    /// Sorts the loaded keys by bytes, then by document order.
-    fn sort(&mut self, src: &[u8]) {
-        let mut keys = core::mem::take(&mut self.keys);
-        keys.sort_unstable_by(|a, b| {
-            self.bytes(src, a)
-                .cmp(self.bytes(src, b))
-                .then(a.entry.cmp(&b.entry))
-        });
-        self.keys = keys;
+    /// The work done so far (see the field); it only grows.
+    pub fn work(&self) -> u64 {
+        self.work
     }
 }
 
 /// The entry of the first key, in document order, that repeats an earlier
 /// key of the same object; `entries` are the opening quotes of the
 /// object's keys, in document order.
-pub fn first_repeat(
-    src: &[u8],
-    positions: &[u32],
-    links: &[u32],
-    entries: &[u32],
-    scratch: &mut Scratch,
-) -> Option<u32> {
-    if entries.len() < 2 {
-        return None;
-    }
-    scratch.load(src, positions, links, entries);
-    let keys = &scratch.keys;
-    if keys.len() <= PAIRWISE_MAX {
-        return (1..keys.len()).find_map(|j| {
-            let kj = scratch.bytes(src, &keys[j]);
-            keys[..j]
+pub fn first_repeat(tree: &Tree<'_>, entries: &[u32], scratch: &mut Scratch) -> Option<u32> {
+    if entries.len() <= PAIRWISE_MAX {
+        scratch.work += (entries.len() * entries.len()) as u64;
+        return (1..entries.len()).find_map(|j| {
+            let key = decoded(tree, entries[j], &mut scratch.key);
+            entries[..j]
                 .iter()
-                .any(|ki| scratch.bytes(src, ki) == kj)
-                .then_some(keys[j].entry)
+                .any(|&earlier| tree.key_is(earlier, key))
+                .then_some(entries[j])
         });
     }
-    scratch.sort(src);
-    // Sorted by bytes then position, every key equal to its predecessor
-    // repeats an earlier one; the first repeat is the smallest such entry.
-    scratch
-        .keys
-        .windows(2)
-        .filter(|w| scratch.bytes(src, &w[0]) == scratch.bytes(src, &w[1]))
-        .map(|w| w[1].entry)
-        .min()
-}
-
-/// How many distinct keys the object with key quotes `entries` has.
-pub fn count_distinct(
-    src: &[u8],
-    positions: &[u32],
-    links: &[u32],
-    entries: &[u32],
-    scratch: &mut Scratch,
-) -> usize {
-    if entries.len() < 2 {
-        return entries.len();
-    }
-    scratch.load(src, positions, links, entries);
-    scratch.sort(src);
-    1 + scratch
-        .keys
-        .windows(2)
-        .filter(|w| scratch.bytes(src, &w[0]) != scratch.bytes(src, &w[1]))
-        .count()
-}
-
-/// Removes from `entries` (an object's key quotes, in document order) every
-/// key that a later key of the object repeats, so that what is left is
-/// the members "last wins" reads, still in document order.
-pub fn retain_last(
-    src: &[u8],
-    positions: &[u32],
-    links: &[u32],
-    entries: &mut Vec<u32>,
-    scratch: &mut Scratch,
-) {
-    if entries.len() < 2 {
-        return;
-    }
-    scratch.load(src, positions, links, entries);
-    scratch.shadowed.clear();
-    let keys = &scratch.keys;
-    if keys.len() <= PAIRWISE_MAX {
-        for (i, ki) in keys.iter().enumerate() {
-            let bytes = scratch.bytes(src, ki);
-            if keys[i + 1..]
-                .iter()
-                .any(|kj| scratch.bytes(src, kj) == bytes)
-            {
-                scratch.shadowed.push(ki.entry);
-            }
-        }
-    } else {
-        scratch.sort(src);
-        // Within a run of equal keys (sorted by position) all but the last
-        // are shadowed.
-        for w in scratch.keys.windows(2) {
-            if scratch.bytes(src, &w[0]) == scratch.bytes(src, &w[1]) {
-                scratch.shadowed.push(w[0].entry);
-            }
-        }
-        scratch.shadowed.sort_unstable();
-    }
-    if !scratch.shadowed.is_empty() {
-        let shadowed = &scratch.shadowed;
-        entries.retain(|e| shadowed.binary_search(e).is_err());
-    }
+    scratch.slots.clear();
+    scratch.slots.resize(table_len(entries.len()), 0);
+    let mut table = KeyTable::new(&mut scratch.slots);
+    entries.iter().copied().find(|&e| {
+        let key = decoded(tree, e, &mut scratch.key);
+        table
+            .insert(tree, e, key, false, &mut scratch.work)
+            .is_some()
+    })
 }

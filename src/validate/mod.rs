@@ -20,6 +20,7 @@ mod literal;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Index;
+use crate::navigate::Tree;
 use crate::values::number::number_end;
 
 /// What to do when an object repeats a key.
@@ -76,6 +77,12 @@ pub struct Scratch {
 }
 
 impl Scratch {
+    /// The work duplicate-key checks have done with this scratch (see
+    /// [`duplicates::Scratch::work`]).
+    pub fn duplicate_work(&self) -> u64 {
+        self.duplicates.work()
+    }
+
     /// Bytes of heap held for the next document.
     pub fn retained_bytes(&self) -> usize {
         self.frames.capacity() * size_of::<Frame>()
@@ -289,13 +296,12 @@ impl Walk<'_> {
     /// repeats, then forgets them.
     fn check_keys(&mut self, from: usize) -> Result<()> {
         let keys = &self.scratch.keys[from..];
-        if let Some(repeat) = duplicates::first_repeat(
-            self.src,
-            self.positions,
-            self.links,
-            keys,
-            &mut self.scratch.duplicates,
-        ) {
+        let tree = Tree {
+            src: self.src,
+            positions: self.positions,
+            links: self.links,
+        };
+        if let Some(repeat) = duplicates::first_repeat(&tree, keys, &mut self.scratch.duplicates) {
             return Err(Error::new(
                 ErrorCode::DuplicateKey,
                 self.at(repeat as usize),

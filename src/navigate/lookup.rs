@@ -1,0 +1,765 @@
+//! Lookup tables: any element or member read in O(1) amortised, in any
+//! order, over any mix of containers.
+//!
+//! Stepping over a value is O(1) (see the parent module), so element `k`
+//! of an array is `k` steps from its start, and finding a member walks its
+//! object's keys. Handlers mostly read a few keys and elements in order,
+//! which that serves well; but a reverse loop, random reads, a loop over
+//! `messages[i].content[0]` (which leaves the array for another at every
+//! step) or reading many keys of a wide object would cost O(n) per read and
+//! O(n²) per loop, on a body whose shape the sender chooses. So:
+//!
+//! * **Arrays.** The last few positions read are remembered (array, index,
+//!   entry). A read at most [`NEAR`] elements past one of them, or past the
+//!   array's start, steps there. Any other read builds the array's table,
+//!   the entry of every element (4 bytes each), in one walk.
+//! * **Objects.** Objects of at most [`PAIRWISE_MAX`] members are always
+//!   walked. A larger one is walked for its first [`WALKS`] searches, and
+//!   the next builds its table: a [`KeyTable`] of its keys (the last of
+//!   each repeated key under "last wins") plus its count of distinct keys,
+//!   at most 8 bytes per member. The table also answers `len` and which
+//!   members iteration shows, each of which builds it at once.
+//!
+//! A container gets a table at most once per document, built in time
+//! linear in its size, and a read without one costs at most `NEAR` steps
+//! or one of at most `WALKS` walks of its object, so any sequence of reads
+//! costs O(reads + document) in total. A document read only in order, or
+//! only for a few keys, builds nothing. Tables live in one vector per
+//! document, cleared (not freed) with it and counted in its retained bytes.
+//!
+//! # Where a container's table is found
+//!
+//! The separator after a container's first member or element (the `:` of
+//! an object's first member, the `,` after an array's first element) is an
+//! index entry whose link validation leaves 0 and nothing else reads. That
+//! link holds the container's lookup state, so finding a table costs two
+//! loads and no hashing:
+//!
+//! ```text
+//! array  [ e0 , e1 , ... ]   link of the first ',': 0, or 1 + table number
+//! object { "k" : v , ... }   link of the first ':': walks so far (0..=WALKS),
+//!                            or WALKS + 1 + table number
+//! ```
+//!
+//! An array of one element has no `,` and needs no table; every object
+//! with a member has its `:`.
+
+use super::Tree;
+use crate::index::Index;
+use crate::validate::duplicates::{KeyTable, PAIRWISE_MAX, decoded, find, same_key, table_len};
+
+/// How far past a remembered position (or the start) a read may step
+/// before the array gets a table.
+pub const NEAR: u32 = 16;
+
+/// How many times a large object is walked before it gets a table.
+pub const WALKS: u32 = 3;
+
+/// How many read positions are remembered: enough for a loop that reads
+/// arrays nested a few levels deep in step.
+const RECENT: usize = 4;
+
+/// A remembered read position.
+#[derive(Clone, Copy, Debug)]
+struct Recent {
+    array: u32,
+    index: u32,
+    element: u32,
+}
+
+const NONE: Recent = Recent {
+    array: u32::MAX,
+    index: 0,
+    element: 0,
+};
+
+/// The lookup tables of one document; see the module docs.
+#[derive(Debug)]
+pub struct Lookup {
+    /// Every table, back to back. An array's table is its element entries;
+    /// an object's is its distinct-key count, then its [`KeyTable`] slots.
+    words: Vec<u32>,
+    /// Where each table starts in `words`, by table number.
+    tables: Vec<usize>,
+    recent: [Recent; RECENT],
+    /// The slot of `recent` to replace next.
+    next_recent: usize,
+    /// A decoded key, for hashing keys with escapes.
+    key: Vec<u8>,
+    /// Values stepped over and keys compared or hashed so far: the work
+    /// reads cost, for tests and benchmarks that check it stays linear.
+    work: u64,
+}
+
+impl Default for Lookup {
+    fn default() -> Self {
+        Lookup {
+            words: Vec::new(),
+            tables: Vec::new(),
+            recent: [NONE; RECENT],
+            next_recent: 0,
+            key: Vec::new(),
+            work: 0,
+        }
+    }
+}
+
+/// The link slot holding a container's lookup state, if it has one: the
+/// first separator (see the module docs). `c` is an array or object with
+/// `count` members or elements.
+fn state_slot(tree: &Tree<'_>, c: u32, count: u32, is_object: bool) -> Option<usize> {
+    if is_object {
+        (count > 0).then_some(c as usize + 3)
+    } else {
+        (count > 1).then(|| tree.skip(c + 1) as usize)
+    }
+}
+
+/// A tree over `src` and `index`.
+fn tree<'t>(src: &'t [u8], index: &'t Index) -> Tree<'t> {
+    Tree {
+        src,
+        positions: &index.positions,
+        links: &index.links,
+    }
+}
+
+impl Lookup {
+    /// Forgets every table (the document is unloaded), keeping the memory.
+    pub fn clear(&mut self) {
+        self.words.clear();
+        self.tables.clear();
+        self.recent = [NONE; RECENT];
+    }
+
+    /// Bytes of heap held.
+    pub fn retained_bytes(&self) -> usize {
+        self.words.capacity() * size_of::<u32>()
+            + self.tables.capacity() * size_of::<usize>()
+            + self.key.capacity()
+    }
+
+    /// Bytes of the tables built for the current document.
+    pub fn table_bytes(&self) -> usize {
+        self.words.len() * size_of::<u32>() + self.tables.len() * size_of::<usize>()
+    }
+
+    /// The work done by reads so far (see the field); it only grows.
+    pub fn work(&self) -> u64 {
+        self.work
+    }
+
+    /// Starts a new table in `words` and returns its number.
+    fn new_table(&mut self) -> u32 {
+        self.tables.push(self.words.len());
+        // Fewer tables than containers, and containers than index entries.
+        (self.tables.len() - 1) as u32
+    }
+
+    /// The entry of element `i` of the array at `array`, which has more
+    /// than `i` elements.
+    pub fn element(&mut self, src: &[u8], index: &mut Index, array: u32, i: u32) -> u32 {
+        let tree = tree(src, index);
+        let count = tree.count(array);
+        debug_assert!(i < count);
+        let slot = state_slot(&tree, array, count, false);
+        if let Some(slot) = slot {
+            let state = index.links[slot];
+            if state != 0 {
+                self.work += 1;
+                return self.words[self.tables[state as usize - 1] + i as usize];
+            }
+        }
+        // The nearest known position at or before i: the start, or a
+        // remembered one.
+        let (mut from, mut at) = (0, array + 1);
+        for r in &self.recent {
+            if r.array == array && r.index <= i && r.index > from {
+                (from, at) = (r.index, r.element);
+            }
+        }
+        match slot {
+            Some(slot) if i - from > NEAR => {
+                let table = self.new_table();
+                self.words.reserve(count as usize);
+                let mut at = array + 1;
+                for _ in 0..count {
+                    self.words.push(at);
+                    at = tree.skip(at) + 1;
+                }
+                self.work += u64::from(count);
+                index.links[slot] = table + 1;
+                self.words[self.tables[table as usize] + i as usize]
+            }
+            _ => {
+                self.work += u64::from(i - from) + 1;
+                let element = tree.step_elements(at, from, i);
+                self.recent[self.next_recent] = Recent {
+                    array,
+                    index: i,
+                    element,
+                };
+                self.next_recent = (self.next_recent + 1) % RECENT;
+                element
+            }
+        }
+    }
+
+    /// The [`KeyTable`] slots of the object at `obj`, built now when
+    /// `build` or when it has been walked [`WALKS`] times; `None` when it
+    /// is walked instead (the walk is counted) or is small.
+    fn object_table(
+        &mut self,
+        src: &[u8],
+        index: &mut Index,
+        obj: u32,
+        last_wins: bool,
+        build: bool,
+    ) -> Option<(usize, usize)> {
+        let tree = tree(src, index);
+        let count = tree.count(obj);
+        if count as usize <= PAIRWISE_MAX {
+            return None;
+        }
+        let slot = obj as usize + 3;
+        let len = table_len(count as usize);
+        let state = index.links[slot];
+        if state > WALKS {
+            return Some((self.tables[(state - WALKS - 1) as usize], len));
+        }
+        if state < WALKS && !build {
+            index.links[slot] = state + 1;
+            return None;
+        }
+        let table = self.new_table();
+        let start = self.words.len();
+        self.words.resize(start + 1 + len, 0);
+        let mut keys = KeyTable::new(&mut self.words[start + 1..]);
+        let mut distinct = 0;
+        for key in tree.keys(obj) {
+            let bytes = decoded(&tree, key, &mut self.key);
+            if keys
+                .insert(&tree, key, bytes, last_wins, &mut self.work)
+                .is_none()
+            {
+                distinct += 1;
+            }
+        }
+        self.words[start] = distinct;
+        index.links[slot] = WALKS + 1 + table;
+        Some((start, len))
+    }
+
+    /// The value entry of member `want` (decoded bytes) of the object at
+    /// `obj`: the last match when `last_wins`, else the first.
+    pub fn member(
+        &mut self,
+        src: &[u8],
+        index: &mut Index,
+        obj: u32,
+        want: &[u8],
+        last_wins: bool,
+    ) -> Option<u32> {
+        let table = self.object_table(src, index, obj, last_wins, false);
+        let tree = tree(src, index);
+        match table {
+            Some((start, len)) => find(
+                &self.words[start + 1..start + 1 + len],
+                &tree,
+                want,
+                &mut self.work,
+            )
+            .map(|key| key + 3),
+            None => {
+                self.work += u64::from(tree.count(obj));
+                tree.find_key(obj, want, last_wins)
+            }
+        }
+    }
+
+    /// How many distinct keys the object at `obj` has.
+    pub fn distinct_keys(
+        &mut self,
+        src: &[u8],
+        index: &mut Index,
+        obj: u32,
+        last_wins: bool,
+    ) -> u32 {
+        let count = tree(src, index).count(obj);
+        if !last_wins || count < 2 {
+            // Under "error" validation rejected every repeat.
+            return count;
+        }
+        if let Some((start, _)) = self.object_table(src, index, obj, last_wins, true) {
+            return self.words[start];
+        }
+        let mut keys = [0; PAIRWISE_MAX];
+        let n = self.small_keys(src, index, obj, &mut keys);
+        let tree = tree(src, index);
+        (0..n)
+            .filter(|&i| {
+                !keys[..i]
+                    .iter()
+                    .any(|&k| same_key(&tree, k, keys[i], &mut self.key))
+            })
+            .count() as u32
+    }
+
+    /// Copies the key entries of the small object at `obj` into `keys` and
+    /// returns how many there are.
+    fn small_keys(
+        &mut self,
+        src: &[u8],
+        index: &Index,
+        obj: u32,
+        keys: &mut [u32; PAIRWISE_MAX],
+    ) -> usize {
+        let mut n = 0;
+        for (slot, key) in keys.iter_mut().zip(tree(src, index).keys(obj)) {
+            *slot = key;
+            n += 1;
+        }
+        self.work += (n * n) as u64;
+        n
+    }
+
+    /// Replaces `out` with the key entries of the object at `obj` in
+    /// document order: every member when `every`, else the ones the
+    /// duplicate-key policy reads (the last of each repeated key).
+    pub fn members(
+        &mut self,
+        src: &[u8],
+        index: &mut Index,
+        obj: u32,
+        every: bool,
+        last_wins: bool,
+        out: &mut Vec<u32>,
+    ) {
+        out.clear();
+        out.extend(tree(src, index).keys(obj));
+        self.work += out.len() as u64;
+        if every || !last_wins || out.len() < 2 {
+            return;
+        }
+        match self.object_table(src, index, obj, last_wins, true) {
+            Some((start, len)) => {
+                let tree = tree(src, index);
+                let slots = &self.words[start + 1..start + 1 + len];
+                let (key_buf, work) = (&mut self.key, &mut self.work);
+                out.retain(|&key| {
+                    find(slots, &tree, decoded(&tree, key, key_buf), work) == Some(key)
+                });
+            }
+            None => {
+                // Small: keep a key unless a later one repeats it.
+                let mut keys = [0; PAIRWISE_MAX];
+                keys[..out.len()].copy_from_slice(out);
+                let all = &keys[..out.len()];
+                let tree = tree(src, index);
+                let key_buf = &mut self.key;
+                let mut i = 0;
+                out.retain(|&key| {
+                    i += 1;
+                    !all[i..]
+                        .iter()
+                        .any(|&later| same_key(&tree, key, later, key_buf))
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+
+    use super::*;
+    use crate::document::Document;
+    use crate::navigate::ValueType;
+    use crate::validate::{DuplicateKeys, Options};
+
+    /// `{"messages":[{"role":"user","content":[{"type":"text","text":"m0"}]},…]}`
+    fn messages(n: usize) -> Vec<u8> {
+        let items: Vec<String> = (0..n)
+            .map(|i| format!(r#"{{"role":"user","content":[{{"type":"text","text":"m{i}"}}]}}"#))
+            .collect();
+        format!(r#"{{"messages":[{}]}}"#, items.join(",")).into_bytes()
+    }
+
+    /// `{"k0":0,"k1":1,…}`
+    fn wide(keys: &[String]) -> Vec<u8> {
+        let members: Vec<String> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| format!(r#""{k}":{i}"#))
+            .collect();
+        format!("{{{}}}", members.join(",")).into_bytes()
+    }
+
+    fn numbered_keys(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("k{i}")).collect()
+    }
+
+    fn parse(text: &[u8]) -> Document<'_> {
+        Document::parse(text, &Options::default()).unwrap()
+    }
+
+    /// The text of a string value.
+    fn text(d: &mut Document<'_>, at: u32) -> String {
+        String::from_utf8(d.string(at).to_vec()).unwrap()
+    }
+
+    /// Every read pattern of issue 12's table, as a function of n that
+    /// reads through `d` and returns what it read.
+    type Pattern = fn(&mut Document<'_>, usize) -> Vec<String>;
+
+    fn message_array(d: &mut Document<'_>) -> u32 {
+        d.find(0, b"messages").unwrap().unwrap()
+    }
+
+    fn reverse(d: &mut Document<'_>, n: usize) -> Vec<String> {
+        let m = message_array(d);
+        (0..n)
+            .rev()
+            .map(|i| {
+                let e = d.element(m, i).unwrap();
+                let role = d.member(e, b"role").unwrap();
+                text(d, role)
+            })
+            .collect()
+    }
+
+    fn forward_nested(d: &mut Document<'_>, n: usize) -> Vec<String> {
+        let m = message_array(d);
+        (0..n)
+            .map(|i| {
+                let e = d.element(m, i).unwrap();
+                let content = d.member(e, b"content").unwrap();
+                let part = d.element(content, 0).unwrap();
+                let t = d.member(part, b"text").unwrap();
+                text(d, t)
+            })
+            .collect()
+    }
+
+    fn strided(d: &mut Document<'_>, n: usize) -> Vec<String> {
+        let m = message_array(d);
+        (0..n)
+            .map(|i| {
+                let e = d.element(m, (i * 7919) % n).unwrap();
+                let t = d.find(e, b"content[0].text").unwrap().unwrap();
+                text(d, t)
+            })
+            .collect()
+    }
+
+    fn path_loop(d: &mut Document<'_>, n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                let path = format!("messages[{i}].content[0].text");
+                let at = d.find(0, path.as_bytes()).unwrap().unwrap();
+                text(d, at)
+            })
+            .collect()
+    }
+
+    fn pointer_reverse(d: &mut Document<'_>, n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                let path = format!("/messages/{}/content/0/text", n - 1 - i);
+                let at = d.find(0, path.as_bytes()).unwrap().unwrap();
+                text(d, at)
+            })
+            .collect()
+    }
+
+    fn keys_by_member(d: &mut Document<'_>, n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                let at = d.member(0, format!("k{i}").as_bytes()).unwrap();
+                String::from_utf8(d.raw(at).to_vec()).unwrap()
+            })
+            .collect()
+    }
+
+    fn keys_by_path(d: &mut Document<'_>, n: usize) -> Vec<String> {
+        (0..n)
+            .rev()
+            .map(|i| {
+                let at = d.find(0, format!("k{i}").as_bytes()).unwrap().unwrap();
+                String::from_utf8(d.raw(at).to_vec()).unwrap()
+            })
+            .collect()
+    }
+
+    /// Iterates the object the way `qjson.pairs` does (members, then each
+    /// member's value by key), and asks its length each time round.
+    fn iterate_with_len(d: &mut Document<'_>, n: usize) -> Vec<String> {
+        let keys = d.members(0, false).unwrap().to_vec();
+        assert_eq!(keys.len(), n);
+        keys.into_iter()
+            .map(|k| {
+                assert_eq!(d.len(0), Some(n));
+                let key = d.key(k).to_vec();
+                let at = d.member(0, &key).unwrap();
+                String::from_utf8(d.raw(at).to_vec()).unwrap()
+            })
+            .collect()
+    }
+
+    const MESSAGE_PATTERNS: [(&str, Pattern); 5] = [
+        ("reverse", reverse),
+        ("forward nested", forward_nested),
+        ("strided", strided),
+        ("path loop", path_loop),
+        ("pointer reverse", pointer_reverse),
+    ];
+    const KEY_PATTERNS: [(&str, Pattern); 3] = [
+        ("keys by member", keys_by_member),
+        ("keys by path", keys_by_path),
+        ("iterate with len", iterate_with_len),
+    ];
+
+    /// The work `pattern` does on a document of n elements or keys.
+    fn work(text: &[u8], n: usize, pattern: Pattern) -> u64 {
+        let mut d = parse(text);
+        pattern(&mut d, n);
+        d.lookup_work()
+    }
+
+    #[test]
+    fn every_read_pattern_does_linear_work() {
+        let (n, big) = (2_000, 8_000);
+        for (name, pattern) in MESSAGE_PATTERNS {
+            let (small_work, big_work) = (
+                work(&messages(n), n, pattern),
+                work(&messages(big), big, pattern),
+            );
+            // Linear: 4x the elements, 4x the work (plus a little for
+            // longer index numbers); quadratic would be 16x.
+            assert!(
+                big_work <= small_work * 9 / 2,
+                "{name}: {small_work} -> {big_work}"
+            );
+            assert!(big_work <= 40 * big as u64, "{name}: {big_work} for {big}");
+        }
+        for (name, pattern) in KEY_PATTERNS {
+            let (small, large) = (numbered_keys(n), numbered_keys(big));
+            let (small_work, big_work) = (
+                work(&wide(&small), n, pattern),
+                work(&wide(&large), big, pattern),
+            );
+            assert!(
+                big_work <= small_work * 9 / 2,
+                "{name}: {small_work} -> {big_work}"
+            );
+            assert!(big_work <= 40 * big as u64, "{name}: {big_work} for {big}");
+        }
+    }
+
+    #[test]
+    fn reads_in_any_order_agree_with_walking() {
+        let n = 300;
+        let m = messages(n);
+        let forward: Vec<String> = (0..n).map(|i| format!("m{i}")).collect();
+        for (name, pattern) in MESSAGE_PATTERNS {
+            let got = pattern(&mut parse(&m), n);
+            match name {
+                "reverse" => assert!(got.iter().all(|r| r == "user")),
+                "strided" => {
+                    let want: Vec<String> =
+                        (0..n).map(|i| format!("m{}", (i * 7919) % n)).collect();
+                    assert_eq!(got, want, "{name}");
+                }
+                "pointer reverse" => {
+                    let want: Vec<String> = forward.iter().rev().cloned().collect();
+                    assert_eq!(got, want, "{name}");
+                }
+                _ => assert_eq!(got, forward, "{name}"),
+            }
+        }
+        // Every element of a mixed array, read at random, is the one a walk
+        // from the start finds.
+        let text = br#"[1,"two",{"three":[3]},[4,[4]],null,true,-7.5e3,"\u0038",{},[]]"#.repeat(40);
+        let text = format!(
+            "[{}]",
+            String::from_utf8(text).unwrap().replace("][", "],[")
+        );
+        let mut d = parse(text.as_bytes());
+        let count = d.len(0).unwrap();
+        let mut seed = 12345u64;
+        for _ in 0..4 * count {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let i = (seed >> 33) as usize % count;
+            let walked = d.tree().step_elements(1, 0, i as u32);
+            assert_eq!(d.element(0, i), Some(walked));
+        }
+    }
+
+    #[test]
+    fn wide_objects_read_the_last_of_repeated_keys_through_their_table() {
+        // k0..k39 then k0..k19 again: the second occurrences win.
+        let mut keys = numbered_keys(40);
+        keys.extend(numbered_keys(20));
+        let text = wide(&keys);
+        let mut d = parse(&text);
+        assert_eq!(d.len(0), Some(40));
+        for _ in 0..2 {
+            for i in 0..40 {
+                let at = d.member(0, format!("k{i}").as_bytes()).unwrap();
+                let want = if i < 20 { 40 + i } else { i };
+                assert_eq!(d.raw(at), want.to_string().as_bytes());
+            }
+            assert_eq!(d.member(0, b"k40"), None);
+            assert_eq!(d.member(0, b"k"), None);
+        }
+        let kept = d.members(0, false).unwrap().to_vec();
+        assert_eq!(kept.len(), 40);
+        let kept_keys: Vec<Vec<u8>> = kept.iter().map(|&k| d.key(k).to_vec()).collect();
+        let want: Vec<Vec<u8>> = (20..40)
+            .chain(0..20)
+            .map(|i| format!("k{i}").into_bytes())
+            .collect();
+        assert_eq!(kept_keys, want);
+        assert_eq!(d.members(0, true).unwrap().len(), 60);
+        // Escaped spellings are the same keys.
+        let text = wide(
+            &(0..30)
+                .map(|i| format!("k\\u00{:02x}", 0x30 + i % 10))
+                .chain(["k0".into()])
+                .collect::<Vec<_>>(),
+        );
+        let mut d = parse(&text);
+        assert_eq!(d.len(0), Some(10));
+        for _ in 0..WALKS + 2 {
+            assert_eq!(d.member(0, b"k0").map(|at| d.raw(at)), Some(&b"30"[..]));
+            assert_eq!(d.member(0, b"k9").map(|at| d.raw(at)), Some(&b"29"[..]));
+        }
+    }
+
+    #[test]
+    fn under_duplicate_keys_error_every_member_is_distinct() {
+        let text = wide(&numbered_keys(50));
+        let opts = Options {
+            duplicate_keys: DuplicateKeys::Error,
+            ..Options::default()
+        };
+        let mut d = Document::parse(&text, &opts).unwrap();
+        assert_eq!(d.len(0), Some(50));
+        assert_eq!(d.members(0, false).unwrap().len(), 50);
+        for _ in 0..WALKS + 2 {
+            assert_eq!(d.member(0, b"k49").map(|at| d.raw(at)), Some(&b"49"[..]));
+        }
+    }
+
+    #[test]
+    fn forward_reads_and_a_few_keys_build_nothing() {
+        let n = 1_000;
+        let text = messages(n);
+        let mut d = parse(&text);
+        let m = message_array(&mut d);
+        for i in 0..n {
+            d.element(m, i).unwrap();
+        }
+        // Reading the first elements of other arrays in between keeps up to
+        // RECENT - 1 of them in step.
+        let mut d = parse(&text);
+        forward_nested(&mut d, n);
+        assert_eq!(d.lookup_table_bytes(), 0);
+        let keys = numbered_keys(n);
+        let text = wide(&keys);
+        let mut d = parse(&text);
+        for k in &keys[..WALKS as usize] {
+            d.member(0, k.as_bytes()).unwrap();
+        }
+        assert_eq!(d.lookup_table_bytes(), 0);
+    }
+
+    #[test]
+    fn tables_cost_at_most_8_bytes_per_indexed_element_or_member() {
+        for n in [17, 18, 100, 1_000, 4_096, 10_000] {
+            let text = messages(n);
+            let mut d = parse(&text);
+            reverse(&mut d, n);
+            // The messages array only: the small objects are walked.
+            assert!(
+                d.lookup_table_bytes() <= 8 * n,
+                "array of {n}: {}",
+                d.lookup_table_bytes()
+            );
+            let text = wide(&numbered_keys(n));
+            let mut d = parse(&text);
+            assert_eq!(d.len(0), Some(n));
+            assert!(
+                d.lookup_table_bytes() <= 8 * n,
+                "object of {n}: {}",
+                d.lookup_table_bytes()
+            );
+        }
+    }
+
+    /// `n` keys that all start probing at the same slot of a table sized
+    /// for `n`, under SipHash with the all-zero key (std's `DefaultHasher`):
+    /// what an attacker would send if the hash key were fixed and known.
+    fn keys_colliding_under_a_fixed_key(n: usize) -> Vec<String> {
+        let fixed = BuildHasherDefault::<DefaultHasher>::default();
+        let len = table_len(n) as u128;
+        let home = |k: &str| (u128::from(fixed.hash_one(k.as_bytes())) * len) >> 64;
+        (0..)
+            .map(|i| format!("x{i}"))
+            .filter(|k| home(k) == 0)
+            .take(n)
+            .collect()
+    }
+
+    #[test]
+    fn keys_chosen_to_collide_cost_linear_work() {
+        for n in [300, 1_200] {
+            let keys = keys_colliding_under_a_fixed_key(n);
+            let text = wide(&keys);
+            // Navigation: a table of every key, then every key read.
+            let mut d = parse(&text);
+            for k in &keys {
+                d.member(0, k.as_bytes()).unwrap();
+            }
+            assert_eq!(d.len(0), Some(n));
+            // Against a fixed key each insert would probe past every key
+            // before it: n * n / 2 probes.
+            assert!(
+                d.lookup_work() < 12 * n as u64,
+                "{n} keys: {}",
+                d.lookup_work()
+            );
+            // Validation under duplicate_keys = "error".
+            let opts = Options {
+                duplicate_keys: DuplicateKeys::Error,
+                ..Options::default()
+            };
+            let mut index = Index::default();
+            let mut scratch = crate::validate::Scratch::default();
+            crate::scan::scan(&text, &mut index).unwrap();
+            crate::validate::validate(&text, &mut index, &opts, &mut scratch).unwrap();
+            assert!(
+                scratch.duplicate_work() < 4 * n as u64,
+                "{n} keys: {}",
+                scratch.duplicate_work()
+            );
+        }
+    }
+
+    #[test]
+    fn a_one_element_array_and_empty_containers_need_no_state() {
+        let mut d = parse(br#"[[7],{},[],{"a":1}]"#);
+        let one = d.element(0, 0).unwrap();
+        assert_eq!(d.value_type(one), ValueType::Array);
+        assert_eq!(d.element(one, 0).map(|e| d.raw(e)), Some(&b"7"[..]));
+        let empty_obj = d.element(0, 1).unwrap();
+        assert_eq!(d.len(empty_obj), Some(0));
+        assert_eq!(d.member(empty_obj, b"a"), None);
+        assert_eq!(d.members(empty_obj, false).unwrap().len(), 0);
+        let empty_arr = d.element(0, 2).unwrap();
+        assert_eq!(d.element(empty_arr, 0), None);
+    }
+}
