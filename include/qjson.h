@@ -9,11 +9,15 @@
  *     and unchanged until qjson_free(doc); the document never copies them.
  *   - A qjson_doc belongs to the caller, who releases it with qjson_free
  *     exactly once. Freed documents are recycled internally.
- *   - qjson_value.str points into the JSON text or into a buffer owned by
- *     the document; it stays valid until the next call on the same
- *     document, or its free. Copy it out before calling again.
- *   - One thread at a time per document; different documents may be used
- *     from different threads.
+ *   - Every call leaves its results in a qjson_reader the caller passes
+ *     in (made with qjson_reader_new). Strings and lists it hands out
+ *     point into the JSON text or into memory owned by that reader: they
+ *     stay valid until the next call given the same reader (and, for the
+ *     text, while the text lives). Calls through other readers, on any
+ *     document, never touch them: code that may run in the middle of a
+ *     read (a garbage collector's finalizer) uses a reader of its own.
+ *   - One thread at a time per document and per reader; different
+ *     documents may be used from different threads.
  *
  * Cursors
  *   A cursor (uint32_t) names a value of a document. 0 is the whole
@@ -23,9 +27,9 @@
  *
  * Return values of the lookup functions
  *   QJSON_OK, or QJSON_NOT_FOUND (the path names nothing: not an error),
- *   QJSON_TYPE_MISMATCH (out->type holds the actual type),
+ *   QJSON_TYPE_MISMATCH (reader->value.type holds the actual type),
  *   QJSON_OUT_OF_RANGE / QJSON_NOT_INTEGER (qjson_get_i64),
- *   QJSON_BAD_PATH (out->i64 holds the byte offset in the path),
+ *   QJSON_BAD_PATH (reader->value.i64 holds the byte offset in the path),
  *   QJSON_BAD_CURSOR, QJSON_BAD_ARGUMENT, QJSON_INTERNAL.
  */
 #ifndef QJSON_H
@@ -40,6 +44,7 @@ extern "C" {
 
 /* qjson-cdef-begin */
 typedef struct qjson_doc qjson_doc;
+typedef struct qjson_scratch qjson_scratch;
 
 enum {
     QJSON_OK = 0,
@@ -108,7 +113,7 @@ typedef struct qjson_value {
     int32_t type;            /* QJSON_TYPE_* of the value found */
     uint32_t cursor;         /* the value's cursor */
     const char *str;         /* qjson_get on a string: decoded bytes; qjson_raw: source text */
-    size_t len;              /* byte length of str; qjson_len: the count */
+    size_t len;              /* byte length of str; qjson_len and arrays: the count */
     double num;              /* qjson_get on a number: nearest double */
     int64_t i64;             /* qjson_get_i64: the value; QJSON_BAD_PATH: offset in path */
 } qjson_value;
@@ -126,6 +131,19 @@ typedef struct qjson_item {
     };
 } qjson_item;
 
+/* Where calls leave their results, and (scratch) the memory the strings
+   and lists among them point into. Results stay valid until the next call
+   given the same reader. Make readers with qjson_reader_new only. */
+typedef struct qjson_reader {
+    qjson_value value;       /* lookups: the value found */
+    qjson_value key;         /* qjson_member: the key (decoded; i64 is its byte offset) */
+    const uint32_t *keys;    /* qjson_members: key entries */
+    const qjson_item *items; /* qjson_tape: the items */
+    size_t count;            /* how many keys or items; qjson_escape: bytes consumed */
+    qjson_error error;       /* qjson_parse: why the text was rejected */
+    qjson_scratch *scratch;  /* owned by the reader */
+} qjson_reader;
+
 /* Library version, e.g. "0.1.0". */
 const char *qjson_version(void);
 
@@ -133,74 +151,79 @@ const char *qjson_version(void);
    QJSON_KERNEL environment variable names one this build or CPU lacks. */
 const char *qjson_kernel(void);
 
-/* Parses and fully validates json[0..len). Returns NULL and fills *error
-   (which may be NULL) on invalid JSON or bad options. options may be NULL. */
+/* A new reader (NULL when memory ran out), and its release. */
+qjson_reader *qjson_reader_new(void);
+void qjson_reader_free(qjson_reader *reader);
+
+/* Parses and fully validates json[0..len). Returns NULL on invalid JSON or
+   bad options, with the reason in reader->error (reader may be NULL).
+   options may be NULL. */
 qjson_doc *qjson_parse(const char *json, size_t len, const qjson_options *options,
-                       qjson_error *error);
+                       qjson_reader *reader);
 
 /* Releases a document. NULL is ignored. */
 void qjson_free(qjson_doc *doc);
 
-/* Bytes of native heap the document holds (its index and scratch buffers),
-   which a garbage collector cannot see; 0 for NULL. */
+/* Bytes of native heap the document holds (its index, lookup tables and
+   scratch), which a garbage collector cannot see; 0 for NULL. */
 size_t qjson_memory(const qjson_doc *doc);
 
-/* Finds the value at path: sets out->type and out->cursor. */
+/* The lookups below leave what they found in reader->value. */
+
+/* Finds the value at path: sets value.type and value.cursor. */
 int qjson_find(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
-               qjson_value *out);
+               qjson_reader *reader);
 
 /* Like qjson_find, and for a string also sets str/len to its decoded bytes,
-   for a number num to its nearest double (+-inf beyond the double range). */
+   for a number num to its nearest double (+-inf beyond the double range),
+   for an array len to its element count. */
 int qjson_get(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
-              qjson_value *out);
+              qjson_reader *reader);
 
-/* The number at path as an exact int64 in out->i64: any integral spelling
+/* The number at path as an exact int64 in value.i64: any integral spelling
    (12, 1.0, 2.5e1); QJSON_NOT_INTEGER or QJSON_OUT_OF_RANGE otherwise. */
 int qjson_get_i64(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
-                  qjson_value *out);
+                  qjson_reader *reader);
 
-/* Elements of an array or distinct keys of an object, in out->len. */
+/* Elements of an array or distinct keys of an object, in value.len. */
 int qjson_len(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
-              qjson_value *out);
+              qjson_reader *reader);
 
-/* The exact source text of the value at path, in out->str and out->len. */
+/* The exact source text of the value at path, in value.str and value.len. */
 int qjson_raw(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
-              qjson_value *out);
+              qjson_reader *reader);
 
 /* Reads member key[0..key_len) (decoded bytes, no path syntax) of the
    object at cursor, like qjson_get. QJSON_NOT_FOUND if the value is not an
    object or has no such key; the duplicate-key policy picks the member. */
 int qjson_get_key(qjson_doc *doc, uint32_t cursor, const char *key, size_t key_len,
-                  qjson_value *out);
+                  qjson_reader *reader);
 
 /* Reads element index (0-based) of the array at cursor, like qjson_get.
    O(1) amortised in any order of reads (see src/navigate/lookup.rs). */
-int qjson_get_index(qjson_doc *doc, uint32_t cursor, size_t index, qjson_value *out);
+int qjson_get_index(qjson_doc *doc, uint32_t cursor, size_t index, qjson_reader *reader);
 
-/* The members of the object at cursor as key entries in document order:
-   all of them when every is nonzero, else those the duplicate-key policy
-   reads (the last of each repeated key). *keys points into the document
-   and is valid until the next call on it. */
-int qjson_members(qjson_doc *doc, uint32_t cursor, int every, const uint32_t **keys,
-                  size_t *count);
+/* The members of the object at cursor as key entries in document order,
+   in reader->keys and reader->count: all of them when every is nonzero,
+   else those the duplicate-key policy reads (the last of each repeated
+   key). */
+int qjson_members(qjson_doc *doc, uint32_t cursor, int every, qjson_reader *reader);
 
-/* Reads the member whose key entry came from qjson_members: key->str/len
-   is the decoded key, key->i64 the byte offset of its opening quote;
-   value is filled as by qjson_get. */
-int qjson_member(qjson_doc *doc, uint32_t key_entry, qjson_value *key, qjson_value *value);
+/* Reads the member whose key entry came from qjson_members: reader->key
+   gets the decoded key (key.i64: the byte offset of its opening quote),
+   reader->value the value as qjson_get fills it. */
+int qjson_member(qjson_doc *doc, uint32_t key_entry, qjson_reader *reader);
 
-/* The tape of the value at cursor: *items points into the document and is
-   valid until the next call on it; string bytes stay valid as long as the
-   document and the tape do. */
-int qjson_tape(qjson_doc *doc, uint32_t cursor, const qjson_item **items, size_t *count);
+/* The tape of the value at cursor, in reader->items and reader->count. */
+int qjson_tape(qjson_doc *doc, uint32_t cursor, qjson_reader *reader);
 
 /* Escapes a prefix of src[0..len) into dst[0..cap) as the contents of a
    JSON string, byte for byte as lua-cjson does (\/ only when escape_slash
    is non-zero); stops before an escape that would not fit. Returns the
-   bytes written; *consumed is the source bytes they cover. cap >= 6 makes
-   progress on any non-empty src. */
+   bytes written; reader->count is the source bytes they cover. cap >= 6
+   makes progress on any non-empty src. */
 size_t qjson_escape(const char *src, size_t len, int escape_slash, char *dst, size_t cap,
-                    size_t *consumed);
+                    qjson_reader *reader);
 
 /* qjson-cdef-end */
 

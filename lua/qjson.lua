@@ -14,7 +14,8 @@ local lazy = require("qjson.lazy")
 local encode = require("qjson.encode")
 
 local C = qffi.C
-local err_cell = qffi.error
+local enter = qffi.enter
+local leave = qffi.leave
 local ffi_string = ffi.string
 local new_doc = doc.new
 local error = error
@@ -39,7 +40,7 @@ local _M = {
 -- Process-wide defaults, changed cjson-style by the option functions below.
 local defaults = { max_depth = 1024, duplicate_keys = "last" }
 local default_options = ffi.new("qjson_options", 1024, C.QJSON_DUPLICATE_KEYS_LAST_WINS)
-local call_options = ffi.new("qjson_options")
+local main_options = ffi.new("qjson_options")
 
 -- Checks one option value; returns the converted value or nil, message.
 local checks = {
@@ -58,10 +59,12 @@ local checks = {
     end,
 }
 
--- The qjson_options for a call to `fname`: the defaults, or the defaults
--- overridden by the table `opts`. Returns nil, message for a bad table.
--- `lazy` (decode only) is not a native option and is skipped here.
-local function options_for(opts, fname)
+-- The qjson_options for a call to `fname` in reader R's section: the
+-- defaults, or the defaults overridden by the table `opts`. Returns nil,
+-- message for a bad table. `lazy` (decode only) is not a native option and
+-- is skipped here. A section running inside another (see
+-- lua/qjson/ffi.lua) fills options of its own.
+local function options_for(opts, fname, R)
     if opts == nil then
         return default_options
     end
@@ -69,6 +72,7 @@ local function options_for(opts, fname)
         return nil, "bad argument #2 to '" .. fname .. "' (table expected, got "
                     .. type(opts) .. ")"
     end
+    local call_options = R == qffi.main and main_options or ffi.new("qjson_options")
     call_options.max_depth = default_options.max_depth
     call_options.duplicate_keys = default_options.duplicate_keys
     for k, v in pairs(opts) do
@@ -96,20 +100,21 @@ end
 -- exactly "qjson: ..." (as cjson's are), misuse points at the caller.
 local DATA, MISUSE = 0, 2
 
--- Parses `text` for `fname`; returns the native handle (the caller owns
--- it), or nil, the message and its level.
-local function parse_native(text, opts, fname)
+-- Parses `text` for `fname` in reader R's section (see
+-- lua/qjson/ffi.lua); returns the native handle (the caller owns it), or
+-- nil, the message and its level.
+local function parse_native(text, opts, fname, R)
     if type(text) ~= "string" then
         return nil, "bad argument #1 to '" .. fname .. "' (string expected, got "
                     .. type(text) .. ")", MISUSE
     end
-    local o, err = options_for(opts, fname)
+    local o, err = options_for(opts, fname, R)
     if not o then
         return nil, err, MISUSE
     end
-    local ptr = C.qjson_parse(text, #text, o, err_cell)
+    local ptr = C.qjson_parse(text, #text, o, R)
     if ptr == nil then
-        return nil, "qjson: " .. ffi_string(err_cell[0].message), DATA
+        return nil, "qjson: " .. ffi_string(R.error.message), DATA
     end
     return ptr
 end
@@ -117,7 +122,9 @@ end
 -- Parses `text` for `fname`; returns the document, or nil, the message
 -- and its level.
 local function parse(text, opts, safe, fname)
-    local ptr, err, level = parse_native(text, opts, fname or "parse")
+    local R = enter()
+    local ptr, err, level = parse_native(text, opts, fname or "parse", R)
+    leave(R)
     if not ptr then
         return nil, err, level
     end
@@ -140,12 +147,15 @@ local function decode(text, opts)
     if opts and opts.lazy == false then
         -- The document lives only while its tape is read: no Lua object,
         -- no finalizer, nothing for the collector to pace.
-        local ptr, err, level = parse_native(text, opts, "decode")
+        local R = enter()
+        local ptr, err, level = parse_native(text, opts, "decode", R)
         if not ptr then
+            leave(R)
             return nil, err, level
         end
-        local ok, v = pcall(lazy.tape_value, ptr, 0)
+        local ok, v = pcall(lazy.tape_value, ptr, 0, R)
         C.qjson_free(ptr)
+        leave(R)
         if not ok then
             error(v, 0)
         end

@@ -58,7 +58,8 @@ end
 -- event, for failure messages }. A problem is an NYI abort anywhere, a
 -- stitch (a call the compiler cannot inline), or a root trace started in
 -- qjson that aborts with "leaving loop in root trace" (what `return f()`
--- of a builtin does to a function's own trace). Other aborts (a first
+-- of a builtin does to a function's own trace); a side trace that cannot
+-- return below its start frame is not one (see on_trace). Other aborts (a first
 -- use of a C symbol, a finalizer during recording) are retried by
 -- LuaJIT and show up as a missing trace if they persist.
 local function trace(fn)
@@ -86,10 +87,15 @@ local function trace(fn)
             local why = reason(otr, oex)
             local ours = start.root and start.func and in_qjson(start.func)
                          and find(why, "leaving loop in root trace", 1, true)
+            -- A side trace of a function's own trace cannot return below
+            -- the frame it started in; LuaJIT falls back to the
+            -- interpreter for that exit, and the caller's loop trace, which
+            -- inlines the function, is what must compile.
+            local side_return = not start.root and find(why, "return to lower frame", 1, true)
             local line = format("[TRACE --- %s -- %s at %s]", tostring(start.loc), why,
                                 location(func, pc))
             log[#log + 1] = line
-            if find(why, "NYI", 1, true) or ours then
+            if (find(why, "NYI", 1, true) and not side_return) or ours then
                 problems[#problems + 1] = line
             end
         end

@@ -208,12 +208,12 @@ describe("input size", function()
         local p = ffi.C.mmap(nil, size, PROT_READ, MAP_PRIVATE + MAP_ANONYMOUS + MAP_NORESERVE,
                              -1, 0)
         assert(ffi.cast("intptr_t", p) ~= -1, "mmap of 4 GiB failed")
-        local err = ffi.new("qjson_error")
+        local reader = ffi.gc(C.qjson_reader_new(), C.qjson_reader_free)
         for _, len in ipairs({ size - 1, size }) do
-            assert.is_true(C.qjson_parse(p, len, nil, err) == nil)
-            assert.equal(C.QJSON_E_TOO_LARGE, err.code)
+            assert.is_true(C.qjson_parse(p, len, nil, reader) == nil)
+            assert.equal(C.QJSON_E_TOO_LARGE, reader.error.code)
             assert.equal(("input of %d bytes is too large (inputs must be under 4 GiB - 1)")
-                         :format(len), ffi.string(err.message))
+                         :format(len), ffi.string(reader.error.message))
         end
         ffi.C.munmap(p, size)
     end)

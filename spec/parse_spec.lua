@@ -401,6 +401,69 @@ describe("document lifetime", function()
         collectgarbage()
     end)
 
+    it("at lua_close, finalizers read documents whole, or get \"used after free()\"", function()
+        -- lua_close runs the application's cdata finalizers before qjson's
+        -- cleanup (a userdata __gc), so those read their documents whole;
+        -- a userdata __gc that happens to run after it gets an error, and a
+        -- document parsed by one is still freed. Run in a child LuaJIT
+        -- (under valgrind too when this spec is: make test does that).
+        local script = [=[
+            local ffi = require("ffi")
+            local qjson = require("qjson")
+            local d = qjson.parse('{"a":"x\\n","b":[1,2]}')
+            local t = qjson.decode('{"c":{"d":"e\\t"}}')
+            local function report(want, ok, v)
+                if ok then
+                    io.write(v == want and "." or "W")
+                elseif tostring(v):find("used after free", 1, true) then
+                    io.write("f")
+                else
+                    io.write("E")
+                end
+            end
+            keep = {}
+            for i = 1, 40 do
+                keep[i] = ffi.gc(ffi.new("char[1]"), function()
+                    report("x\n", pcall(d.get_str, d, "a"))
+                    report("e\t", pcall(function() return t.c.d end))
+                    local late = qjson.parse('{"late":true}')
+                    report(true, pcall(late.get_bool, late, "late"))
+                end)
+            end
+            for i = 1, 5 do
+                local u = newproxy(true)
+                getmetatable(u).__gc = function()
+                    report("x\n", pcall(d.get_str, d, "a"))
+                    local late = qjson.parse('{"late":true}')
+                    report(true, pcall(late.get_bool, late, "late"))
+                end
+                keep[#keep + 1] = u
+            end
+        ]=]
+        local path = os.tmpname()
+        local f = assert(io.open(path, "wb"))
+        f:write(script)
+        f:close()
+        -- (LD_PRELOAD: see tools/memcheck.sh.)
+        local valgrind = os.getenv("QJSON_MEMCHECK")
+                         and "LD_PRELOAD=$PWD/target/release/libqjson.so valgrind -q "
+                             .. "--error-exitcode=99 --leak-check=full "
+                             .. "--errors-for-leak-kinds=definite "
+                             .. "--suppressions=tools/valgrind.supp " or ""
+        local cmd = ("LUA_PATH='lua/?.lua;;' %sluajit -joff %s 2>&1; echo \" exit=$?\"")
+                    :format(valgrind, path)
+        local p = assert(io.popen(cmd))
+        local out = p:read("*a")
+        p:close()
+        os.remove(path)
+        local marks, status = out:match("^([%.fWE]*) exit=(%d+)%s*$")
+        assert(marks, "unexpected output: " .. out)
+        assert.equal("0", status)
+        -- Every cdata finalizer read its documents whole.
+        assert.equal(string.rep(".", 40 * 3), marks:sub(1, 40 * 3))
+        assert.is_nil(marks:find("[WE]"))
+    end)
+
     it("allows many documents alive at once", function()
         local docs = {}
         for i = 1, 2000 do

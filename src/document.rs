@@ -7,9 +7,14 @@
 //! path ([`crate::navigate::path`]) and return a cursor.
 //!
 //! Everything a document allocates is kept for the next one: the index
-//! vectors, the validation stack, the buffers strings are decoded into.
-//! The FFI parks freed documents in a small [`pool`], so a steady stream
-//! of similar documents parses without allocating.
+//! vectors, the validation stack, the lookup tables. The FFI parks freed
+//! documents in a small [`pool`], so a steady stream of similar documents
+//! parses without allocating.
+//!
+//! What reads hand back (decoded strings, member lists, tapes) goes into
+//! buffers the caller passes in, not into the document: results read
+//! through one caller's buffers stay intact while another caller reads the
+//! same document (the FFI gives each its own `qjson_reader`).
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Index;
@@ -28,12 +33,8 @@ pub struct Document<'a> {
     index: Index,
     walk: validate::Scratch,
     lookup: Lookup,
-    keys: Vec<u32>,
-    text: Vec<u8>,
-    key_text: Vec<u8>,
+    /// A JSON Pointer token with `~` escapes, decoded.
     token: Vec<u8>,
-    tape: Vec<tape::Item>,
-    tape_arena: Vec<u8>,
 }
 
 impl Default for Document<'_> {
@@ -51,12 +52,7 @@ impl<'a> Document<'a> {
             index: Index::default(),
             walk: validate::Scratch::default(),
             lookup: Lookup::default(),
-            keys: Vec::new(),
-            text: Vec::new(),
-            key_text: Vec::new(),
             token: Vec::new(),
-            tape: Vec::new(),
-            tape_arena: Vec::new(),
         }
     }
 
@@ -82,26 +78,20 @@ impl<'a> Document<'a> {
         Ok(())
     }
 
-    /// Bytes of native heap this document holds: the index and every
-    /// scratch buffer. The Lua side paces its garbage collector with it,
-    /// since the collector cannot see this memory.
+    /// Bytes of native heap this document holds: the index, the lookup
+    /// tables and the validation scratch. The Lua side paces its garbage
+    /// collector with it, since the collector cannot see this memory.
     pub fn retained_bytes(&self) -> usize {
         self.index.retained_bytes()
             + self.walk.retained_bytes()
             + self.lookup.retained_bytes()
-            + self.keys.capacity() * size_of::<u32>()
-            + self.text.capacity()
-            + self.key_text.capacity()
             + self.token.capacity()
-            + self.tape.capacity() * size_of::<tape::Item>()
-            + self.tape_arena.capacity()
     }
 
     /// Forgets the text, keeping the memory.
     pub fn unload(&mut self) {
         self.src = b"";
         self.index.clear();
-        self.tape.clear();
         self.lookup.clear();
     }
 
@@ -115,7 +105,8 @@ impl<'a> Document<'a> {
         &self.index
     }
 
-    pub(crate) fn tree(&self) -> Tree<'_> {
+    /// A navigation view of the document.
+    pub fn tree(&self) -> Tree<'_> {
         Tree {
             src: self.src,
             positions: &self.index.positions,
@@ -216,53 +207,34 @@ impl<'a> Document<'a> {
     }
 
     /// The key entries of the members of the object at `obj`, in document
-    /// order: every member when `every`, else those the duplicate-key
-    /// policy reads (one per distinct key, the last one). `None` when
-    /// `obj` is not an object. Valid until the next call on this document.
-    pub fn members(&mut self, obj: u32, every: bool) -> Option<&[u32]> {
+    /// order, in `out`: every member when `every`, else those the
+    /// duplicate-key policy reads (one per distinct key, the last one).
+    /// `None` when `obj` is not an object.
+    pub fn members<'s>(
+        &mut self,
+        obj: u32,
+        every: bool,
+        out: &'s mut Vec<u32>,
+    ) -> Option<&'s [u32]> {
         if self.tree().value_type(obj) != ValueType::Object {
             return None;
         }
         let last_wins = self.last_wins();
-        self.lookup.members(
-            self.src,
-            &mut self.index,
-            obj,
-            every,
-            last_wins,
-            &mut self.keys,
-        );
-        Some(&self.keys)
+        self.lookup
+            .members(self.src, &mut self.index, obj, every, last_wins, out);
+        Some(out)
     }
 
-    /// The decoded bytes of the key at entry `key` (see [`Self::is_key`]),
-    /// in a buffer separate from [`Self::string`]'s, so that a key and its
-    /// value can be read together.
-    pub fn key(&mut self, key: u32) -> &[u8] {
-        let tree = Tree {
-            src: self.src,
-            positions: &self.index.positions,
-            links: &self.index.links,
-        };
-        let body = tree.string_body(key);
-        if !tree.has_escapes(key) {
-            return body;
-        }
-        self.key_text.clear();
-        string::unescape_into(body, &mut self.key_text);
-        &self.key_text
-    }
-
-    /// The tape of the value at `at` ([`tape`]). Valid until the next
-    /// call on this document.
-    pub fn tape(&mut self, at: u32) -> &[tape::Item] {
-        let tree = Tree {
-            src: self.src,
-            positions: &self.index.positions,
-            links: &self.index.links,
-        };
-        tape::build(&tree, at, &mut self.tape, &mut self.tape_arena);
-        &self.tape
+    /// The tape of the value at `at` ([`tape`]), built in `items` with
+    /// decoded strings in `arena`.
+    pub fn tape<'s>(
+        &self,
+        at: u32,
+        items: &'s mut Vec<tape::Item>,
+        arena: &mut Vec<u8>,
+    ) -> &'s [tape::Item] {
+        tape::build(&self.tree(), at, items, arena);
+        items
     }
 
     /// The cursor of element `index` of the value at `array`; `None` when
@@ -283,22 +255,20 @@ impl<'a> Document<'a> {
         self.tree().value_type(at)
     }
 
-    /// The decoded bytes of the string at `at`: borrowed from the text
-    /// when it has no escapes, else decoded into a buffer that the next
-    /// call reuses.
-    pub fn string(&mut self, at: u32) -> &[u8] {
-        let tree = Tree {
-            src: self.src,
-            positions: &self.index.positions,
-            links: &self.index.links,
-        };
-        let body = tree.string_body(at);
+    /// The decoded bytes of the string (or key) at entry `at`: borrowed
+    /// from the text when it has no escapes, else decoded into `out`.
+    pub fn string<'s>(&self, at: u32, out: &'s mut Vec<u8>) -> &'s [u8]
+    where
+        'a: 's,
+    {
+        let tree = self.tree();
+        let body = &self.src[tree.string_span(at)];
         if !tree.has_escapes(at) {
             return body;
         }
-        self.text.clear();
-        string::unescape_into(body, &mut self.text);
-        &self.text
+        out.clear();
+        string::unescape_into(body, out);
+        out
     }
 
     /// The exact source text of the value at `at`.

@@ -81,12 +81,46 @@ impl Default for qjson_value {
     }
 }
 
+/// The memory a reader's results point into (`qjson_scratch`, opaque in
+/// the header): decoded strings and keys, member lists, tapes.
+#[derive(Default)]
+pub struct Scratch {
+    text: Vec<u8>,
+    key_text: Vec<u8>,
+    keys: Vec<u32>,
+    tape: Vec<Item>,
+    tape_arena: Vec<u8>,
+}
+
+/// `qjson_reader` of the header: where every call leaves its results, and
+/// (through `scratch`) the memory they point into.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+pub struct qjson_reader {
+    /// Lookups: the value found.
+    pub value: qjson_value,
+    /// `qjson_member`: the key.
+    pub key: qjson_value,
+    /// `qjson_members`: the key entries.
+    pub keys: *const u32,
+    /// `qjson_tape`: the items.
+    pub items: *const Item,
+    /// How many keys or items; `qjson_escape`: bytes consumed.
+    pub count: usize,
+    /// `qjson_parse`: why the text was rejected.
+    pub error: qjson_error,
+    /// Owned by the reader; made and freed with it.
+    scratch: *mut Scratch,
+}
+
 // The layouts the header promises (x86_64 and other LP64 targets).
 const _: () = {
     assert!(size_of::<qjson_options>() == 8 && align_of::<qjson_options>() == 4);
     assert!(size_of::<qjson_error>() == 272 && align_of::<qjson_error>() == 8);
     #[cfg(target_pointer_width = "64")]
     assert!(size_of::<qjson_value>() == 40 && align_of::<qjson_value>() == 8);
+    #[cfg(target_pointer_width = "64")]
+    assert!(size_of::<qjson_reader>() == 384 && align_of::<qjson_reader>() == 8);
 };
 
 const OK: c_int = 0;
@@ -163,19 +197,75 @@ pub extern "C" fn qjson_kernel() -> *const c_char {
     }
 }
 
-/// Parses and validates `json[0..len)`.
+/// A new reader, or NULL if memory ran out.
+#[unsafe(no_mangle)]
+pub extern "C" fn qjson_reader_new() -> *mut qjson_reader {
+    catch_unwind(|| {
+        Box::into_raw(Box::new(qjson_reader {
+            value: qjson_value::default(),
+            key: qjson_value::default(),
+            keys: ptr::null(),
+            items: ptr::null(),
+            count: 0,
+            error: qjson_error {
+                code: 0,
+                reserved: 0,
+                offset: 0,
+                message: [0; 256],
+            },
+            scratch: Box::into_raw(Box::<Scratch>::default()),
+        }))
+    })
+    .unwrap_or(ptr::null_mut())
+}
+
+/// Releases a reader made by `qjson_reader_new`.
+///
+/// # Safety
+/// `reader` is NULL or came from `qjson_reader_new` and is not used again.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_reader_free(reader: *mut qjson_reader) {
+    if reader.is_null() {
+        return;
+    }
+    // SAFETY: the caller hands back ownership of a Box made by
+    // qjson_reader_new, whose scratch is a Box it made too.
+    let reader = unsafe { Box::from_raw(reader) };
+    // SAFETY: as above.
+    drop(unsafe { Box::from_raw(reader.scratch) });
+}
+
+/// The reader's results and its scratch memory, borrowed separately.
+///
+/// # Safety
+/// `reader` is NULL or a live reader from `qjson_reader_new`, not used
+/// elsewhere during the borrow.
+unsafe fn split<'r>(reader: *mut qjson_reader) -> Option<(&'r mut qjson_reader, &'r mut Scratch)> {
+    // SAFETY: the caller guarantees reader is NULL or live and unaliased;
+    // its scratch is a separate allocation it owns.
+    let reader = unsafe { reader.as_mut() }?;
+    // SAFETY: as above; a reader made elsewhere than qjson_reader_new may
+    // carry NULL here, which is refused.
+    let scratch = unsafe { reader.scratch.as_mut() }?;
+    Some((reader, scratch))
+}
+
+/// Parses and validates `json[0..len)`; on failure returns NULL and
+/// leaves the reason in `reader.error` (when `reader` is not NULL).
 ///
 /// # Safety
 /// `json` is valid for reads of `len` bytes and stays alive and unchanged
 /// until the returned document is freed; `options` is NULL or valid;
-/// `error` is NULL or valid for writes.
+/// `reader` is NULL or a live reader.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qjson_parse(
     json: *const c_char,
     len: usize,
     options: *const qjson_options,
-    error: *mut qjson_error,
+    reader: *mut qjson_reader,
 ) -> *mut qjson_doc {
+    // SAFETY: the caller guarantees reader is NULL or live.
+    let error = unsafe { reader.as_mut() }.map_or(ptr::null_mut(), |r| &raw mut r.error);
     let mut handle = ptr::null_mut();
     let status = guarded(|| {
         // SAFETY: the caller guarantees json[0..len) is readable and
@@ -197,7 +287,7 @@ pub unsafe extern "C" fn qjson_parse(
             }
             Err(e) => {
                 pool::give_back(doc);
-                // SAFETY: the caller guarantees error is NULL or writable.
+                // SAFETY: error is NULL or points into the live reader.
                 unsafe { report(error, e, input) };
                 e.code as c_int
             }
@@ -211,8 +301,8 @@ pub unsafe extern "C" fn qjson_parse(
 }
 
 fn bad_argument(error: *mut qjson_error) -> c_int {
-    // SAFETY: every caller passes through its own caller's guarantee that
-    // error is NULL or writable.
+    // SAFETY: every caller passes an error that is NULL or points into a
+    // live reader.
     unsafe { report(error, Error::new(ErrorCode::BadArgument, 0), &[]) };
     ErrorCode::BadArgument as c_int
 }
@@ -258,43 +348,68 @@ pub unsafe extern "C" fn qjson_free(doc: *mut qjson_doc) {
     let _ = catch_unwind(AssertUnwindSafe(|| pool::give_back(doc)));
 }
 
-/// The shared part of every lookup: checks the arguments, follows the
-/// path, and lets `read` fill in the value.
+/// Runs `body` on a live document and reader, catching panics;
+/// `QJSON_BAD_ARGUMENT` for NULL pointers (or a reader not made by
+/// `qjson_reader_new`).
 ///
 /// # Safety
-/// `doc` is NULL or a live document; `path` is valid for `path_len` bytes
-/// (or NULL with 0); `out` is NULL or valid for writes.
+/// `doc` is NULL or a live document and `reader` NULL or a live reader,
+/// neither used elsewhere during the call.
+unsafe fn with_reader(
+    doc: *mut qjson_doc,
+    reader: *mut qjson_reader,
+    body: impl FnOnce(&mut qjson_doc, &mut qjson_reader, &mut Scratch) -> c_int,
+) -> c_int {
+    guarded(|| {
+        // SAFETY: the caller guarantees doc is NULL or a live, unaliased
+        // document.
+        let Some(doc) = (unsafe { doc.as_mut() }) else {
+            return ErrorCode::BadArgument as c_int;
+        };
+        // SAFETY: the caller guarantees reader is NULL or live.
+        let Some((reader, scratch)) = (unsafe { split(reader) }) else {
+            return ErrorCode::BadArgument as c_int;
+        };
+        body(doc, reader, scratch)
+    })
+}
+
+/// The shared part of every path lookup: checks the arguments, follows
+/// the path, sets `reader.value`'s type and cursor and lets `read` fill in
+/// the rest.
+///
+/// # Safety
+/// As `with_reader`; `path` is valid for `path_len` bytes (or NULL with 0).
 unsafe fn lookup(
     doc: *mut qjson_doc,
     cursor: u32,
     path: *const c_char,
     path_len: usize,
-    out: *mut qjson_value,
-    read: impl FnOnce(&mut qjson_doc, u32, &mut qjson_value) -> c_int,
+    reader: *mut qjson_reader,
+    read: impl FnOnce(&mut qjson_doc, u32, &mut qjson_value, &mut Scratch) -> c_int,
 ) -> c_int {
-    guarded(|| {
-        // SAFETY: the caller guarantees doc is NULL or a live, unaliased
-        // document and out is NULL or writable.
-        let (Some(doc), Some(out)) = (unsafe { doc.as_mut() }, unsafe { out.as_mut() }) else {
-            return ErrorCode::BadArgument as c_int;
-        };
-        // SAFETY: the caller guarantees path[0..path_len) is readable.
-        let Some(path) = (unsafe { bytes(path, path_len) }) else {
-            return ErrorCode::BadArgument as c_int;
-        };
-        match doc.find(cursor, path) {
-            Ok(Some(at)) => {
-                out.type_ = doc.value_type(at) as i32;
-                out.cursor = at;
-                read(doc, at, out)
+    // SAFETY: the caller's guarantees are with_reader's.
+    unsafe {
+        with_reader(doc, reader, |doc, reader, scratch| {
+            // SAFETY: the caller guarantees path[0..path_len) is readable.
+            let Some(path) = bytes(path, path_len) else {
+                return ErrorCode::BadArgument as c_int;
+            };
+            let out = &mut reader.value;
+            match doc.find(cursor, path) {
+                Ok(Some(at)) => {
+                    out.type_ = doc.value_type(at) as i32;
+                    out.cursor = at;
+                    read(doc, at, out, scratch)
+                }
+                Ok(None) => ErrorCode::NotFound as c_int,
+                Err(e) => {
+                    out.i64_ = e.offset as i64;
+                    e.code as c_int
+                }
             }
-            Ok(None) => ErrorCode::NotFound as c_int,
-            Err(e) => {
-                out.i64_ = e.offset as i64;
-                e.code as c_int
-            }
-        }
-    })
+        })
+    }
 }
 
 /// Finds the value at `path` from `cursor`.
@@ -307,10 +422,10 @@ pub unsafe extern "C" fn qjson_find(
     cursor: u32,
     path: *const c_char,
     path_len: usize,
-    out: *mut qjson_value,
+    reader: *mut qjson_reader,
 ) -> c_int {
     // SAFETY: the caller's guarantees are lookup's.
-    unsafe { lookup(doc, cursor, path, path_len, out, |_, _, _| OK) }
+    unsafe { lookup(doc, cursor, path, path_len, reader, |_, _, _, _| OK) }
 }
 
 /// Finds a value and decodes it if it is a string or a number.
@@ -323,93 +438,79 @@ pub unsafe extern "C" fn qjson_get(
     cursor: u32,
     path: *const c_char,
     path_len: usize,
-    out: *mut qjson_value,
+    reader: *mut qjson_reader,
 ) -> c_int {
     // SAFETY: the caller's guarantees are lookup's.
-    unsafe { lookup(doc, cursor, path, path_len, out, read_scalar) }
+    unsafe {
+        lookup(
+            doc,
+            cursor,
+            path,
+            path_len,
+            reader,
+            |doc, at, out, scratch| read_scalar(doc, at, out, &mut scratch.text),
+        )
+    }
 }
 
 /// Fills `out` with the value at `at`: its type and cursor, and for a
-/// string its decoded bytes, for a number its double.
-fn read_scalar(doc: &mut qjson_doc, at: u32, out: &mut qjson_value) -> c_int {
+/// string its decoded bytes (in `text` when they need decoding), for a
+/// number its double, for an array its element count.
+fn read_scalar(doc: &qjson_doc, at: u32, out: &mut qjson_value, text: &mut Vec<u8>) -> c_int {
     out.type_ = doc.value_type(at) as i32;
     out.cursor = at;
     match doc.value_type(at) {
         ValueType::String => {
-            let s = doc.string(at);
+            let s = doc.string(at, text);
             out.str_ = s.as_ptr().cast();
             out.len = s.len();
         }
         ValueType::Number => out.num = doc.f64(at),
+        ValueType::Array => out.len = doc.tree().count(at) as usize,
         _ => {}
     }
     OK
 }
 
-/// `read_scalar` for a value that was found, else `QJSON_NOT_FOUND`.
-fn read_found(doc: &mut qjson_doc, found: Option<u32>, out: &mut qjson_value) -> c_int {
+/// `read_scalar` into `reader.value` for a value that was found, else
+/// `QJSON_NOT_FOUND`.
+fn read_found(
+    doc: &qjson_doc,
+    found: Option<u32>,
+    reader: &mut qjson_reader,
+    scratch: &mut Scratch,
+) -> c_int {
     match found {
-        Some(at) => read_scalar(doc, at, out),
+        Some(at) => read_scalar(doc, at, &mut reader.value, &mut scratch.text),
         None => ErrorCode::NotFound as c_int,
     }
-}
-
-/// Hands a slice owned by the document to the caller as pointer and count.
-fn hand_out<T>(slice: &[T], ptr: &mut *const T, count: &mut usize) -> c_int {
-    *ptr = slice.as_ptr();
-    *count = slice.len();
-    OK
-}
-
-/// Runs `body` on a live document and a cursor that `accept` allows,
-/// catching panics; `QJSON_BAD_ARGUMENT` for NULL pointers,
-/// `QJSON_BAD_CURSOR` for a cursor `accept` refuses.
-///
-/// # Safety
-/// `doc` is NULL or a live document, not used elsewhere during the call.
-unsafe fn with_cursor(
-    doc: *mut qjson_doc,
-    cursor: u32,
-    accept: fn(&qjson_doc, u32) -> bool,
-    body: impl FnOnce(&mut qjson_doc) -> c_int,
-) -> c_int {
-    guarded(|| {
-        // SAFETY: the caller guarantees doc is NULL or a live, unaliased
-        // document.
-        let Some(doc) = (unsafe { doc.as_mut() }) else {
-            return ErrorCode::BadArgument as c_int;
-        };
-        if !accept(doc, cursor) {
-            return ErrorCode::BadCursor as c_int;
-        }
-        body(doc)
-    })
 }
 
 /// Reads member `key` (decoded bytes, `key_len` long) of the object at
 /// `cursor`, like `qjson_get`. No path syntax: any bytes are a key.
 ///
 /// # Safety
-/// `doc` is NULL or a live document; `key` is valid for `key_len` bytes
-/// (or NULL with 0); `out` is NULL or valid for writes.
+/// As `with_reader`; `key` is valid for `key_len` bytes (or NULL with 0).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qjson_get_key(
     doc: *mut qjson_doc,
     cursor: u32,
     key: *const c_char,
     key_len: usize,
-    out: *mut qjson_value,
+    reader: *mut qjson_reader,
 ) -> c_int {
-    // SAFETY: the caller's guarantees are with_cursor's.
+    // SAFETY: the caller's guarantees are with_reader's.
     unsafe {
-        with_cursor(doc, cursor, Document::is_value, |doc| {
-            // SAFETY: out is NULL or valid for writes; key[0..key_len) is
-            // readable or NULL.
-            let (Some(out), Some(key)) = (out.as_mut(), bytes(key, key_len)) else {
+        with_reader(doc, reader, |doc, reader, scratch| {
+            // SAFETY: key[0..key_len) is readable or NULL.
+            let Some(key) = bytes(key, key_len) else {
                 return ErrorCode::BadArgument as c_int;
             };
+            if !doc.is_value(cursor) {
+                return ErrorCode::BadCursor as c_int;
+            }
             let found = doc.member(cursor, key);
-            read_found(doc, found, out)
+            read_found(doc, found, reader, scratch)
         })
     }
 }
@@ -418,52 +519,51 @@ pub unsafe extern "C" fn qjson_get_key(
 /// `qjson_get`. O(1) amortised in any order of reads.
 ///
 /// # Safety
-/// `doc` is NULL or a live document; `out` is NULL or valid for writes.
+/// As `with_reader`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qjson_get_index(
     doc: *mut qjson_doc,
     cursor: u32,
     index: usize,
-    out: *mut qjson_value,
+    reader: *mut qjson_reader,
 ) -> c_int {
-    // SAFETY: the caller's guarantees are with_cursor's.
+    // SAFETY: the caller's guarantees are with_reader's.
     unsafe {
-        with_cursor(doc, cursor, Document::is_value, |doc| {
-            // SAFETY: out is NULL or valid for writes.
-            let Some(out) = out.as_mut() else {
-                return ErrorCode::BadArgument as c_int;
-            };
+        with_reader(doc, reader, |doc, reader, scratch| {
+            if !doc.is_value(cursor) {
+                return ErrorCode::BadCursor as c_int;
+            }
             let found = doc.element(cursor, index);
-            read_found(doc, found, out)
+            read_found(doc, found, reader, scratch)
         })
     }
 }
 
 /// The members of the object at `cursor` as key entries in document
-/// order: all of them when `every` is nonzero, else those the duplicate-key
-/// policy reads. Sets `*keys` to an array owned by the document (valid
-/// until the next call on it) and `*count`.
+/// order, in `reader.keys` and `reader.count`: all of them when `every` is
+/// nonzero, else those the duplicate-key policy reads.
 ///
 /// # Safety
-/// `doc` is NULL or a live document; `keys` and `count` are NULL or valid
-/// for writes.
+/// As `with_reader`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qjson_members(
     doc: *mut qjson_doc,
     cursor: u32,
     every: c_int,
-    keys: *mut *const u32,
-    count: *mut usize,
+    reader: *mut qjson_reader,
 ) -> c_int {
-    // SAFETY: the caller's guarantees are with_cursor's.
+    // SAFETY: the caller's guarantees are with_reader's.
     unsafe {
-        with_cursor(doc, cursor, Document::is_value, |doc| {
-            // SAFETY: keys and count are NULL or valid for writes.
-            let (Some(keys), Some(count)) = (keys.as_mut(), count.as_mut()) else {
-                return ErrorCode::BadArgument as c_int;
-            };
-            match doc.members(cursor, every != 0) {
-                Some(members) => hand_out(members, keys, count),
+        with_reader(doc, reader, |doc, reader, scratch| {
+            if !doc.is_value(cursor) {
+                return ErrorCode::BadCursor as c_int;
+            }
+            match doc.members(cursor, every != 0, &mut scratch.keys) {
+                Some(members) => {
+                    reader.keys = members.as_ptr();
+                    reader.count = members.len();
+                    OK
+                }
                 None => ErrorCode::TypeMismatch as c_int,
             }
         })
@@ -471,60 +571,58 @@ pub unsafe extern "C" fn qjson_members(
 }
 
 /// Reads the member whose key is at entry `key_entry` (from
-/// `qjson_members`): `key->str/len` the decoded key and `key->i64` the
-/// byte offset of its opening quote; `value` as `qjson_get` fills it.
+/// `qjson_members`): `reader.key` gets the decoded key (`i64` the byte
+/// offset of its opening quote), `reader.value` the value as `qjson_get`
+/// fills it.
 ///
 /// # Safety
-/// `doc` is NULL or a live document; `key` and `value` are NULL or valid
-/// for writes.
+/// As `with_reader`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qjson_member(
     doc: *mut qjson_doc,
     key_entry: u32,
-    key: *mut qjson_value,
-    value: *mut qjson_value,
+    reader: *mut qjson_reader,
 ) -> c_int {
-    // SAFETY: the caller's guarantees are with_cursor's.
+    // SAFETY: the caller's guarantees are with_reader's.
     unsafe {
-        with_cursor(doc, key_entry, Document::is_key, |doc| {
-            // SAFETY: key and value are NULL or valid for writes.
-            let (Some(key), Some(value)) = (key.as_mut(), value.as_mut()) else {
-                return ErrorCode::BadArgument as c_int;
-            };
+        with_reader(doc, reader, |doc, reader, scratch| {
+            if !doc.is_key(key_entry) {
+                return ErrorCode::BadCursor as c_int;
+            }
+            let key = &mut reader.key;
             key.type_ = ValueType::String as i32;
             key.cursor = key_entry;
             key.i64_ = doc.index().positions[key_entry as usize] as i64;
-            let name = doc.key(key_entry);
+            let name = doc.string(key_entry, &mut scratch.key_text);
             key.str_ = name.as_ptr().cast();
             key.len = name.len();
             // key, closing quote, colon, value.
-            read_scalar(doc, key_entry + 3, value)
+            read_scalar(doc, key_entry + 3, &mut reader.value, &mut scratch.text)
         })
     }
 }
 
-/// The tape of the value at `cursor` (see `qjson_item` in the header):
-/// sets `*items` to an array owned by the document, valid until the next
-/// call on it, and `*count`.
+/// The tape of the value at `cursor` (see `qjson_item` in the header), in
+/// `reader.items` and `reader.count`.
 ///
 /// # Safety
-/// `doc` is NULL or a live document; `items` and `count` are NULL or valid
-/// for writes.
+/// As `with_reader`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qjson_tape(
     doc: *mut qjson_doc,
     cursor: u32,
-    items: *mut *const Item,
-    count: *mut usize,
+    reader: *mut qjson_reader,
 ) -> c_int {
-    // SAFETY: the caller's guarantees are with_cursor's.
+    // SAFETY: the caller's guarantees are with_reader's.
     unsafe {
-        with_cursor(doc, cursor, Document::is_value, |doc| {
-            // SAFETY: items and count are NULL or valid for writes.
-            let (Some(items), Some(count)) = (items.as_mut(), count.as_mut()) else {
-                return ErrorCode::BadArgument as c_int;
-            };
-            hand_out(doc.tape(cursor), items, count)
+        with_reader(doc, reader, |doc, reader, scratch| {
+            if !doc.is_value(cursor) {
+                return ErrorCode::BadCursor as c_int;
+            }
+            let items = doc.tape(cursor, &mut scratch.tape, &mut scratch.tape_arena);
+            reader.items = items.as_ptr();
+            reader.count = items.len();
+            OK
         })
     }
 }
@@ -555,11 +653,11 @@ pub unsafe extern "C" fn qjson_get_i64(
     cursor: u32,
     path: *const c_char,
     path_len: usize,
-    out: *mut qjson_value,
+    reader: *mut qjson_reader,
 ) -> c_int {
     // SAFETY: the caller's guarantees are lookup's.
     unsafe {
-        lookup(doc, cursor, path, path_len, out, |doc, at, out| {
+        lookup(doc, cursor, path, path_len, reader, |doc, at, out, _| {
             if doc.value_type(at) != ValueType::Number {
                 return ErrorCode::TypeMismatch as c_int;
             }
@@ -584,19 +682,24 @@ pub unsafe extern "C" fn qjson_len(
     cursor: u32,
     path: *const c_char,
     path_len: usize,
-    out: *mut qjson_value,
+    reader: *mut qjson_reader,
 ) -> c_int {
     // SAFETY: the caller's guarantees are lookup's.
     unsafe {
-        lookup(doc, cursor, path, path_len, out, |doc, at, out| {
-            match doc.len(at) {
+        lookup(
+            doc,
+            cursor,
+            path,
+            path_len,
+            reader,
+            |doc, at, out, _| match doc.len(at) {
                 Some(n) => {
                     out.len = n;
                     OK
                 }
                 None => ErrorCode::TypeMismatch as c_int,
-            }
-        })
+            },
+        )
     }
 }
 
@@ -610,11 +713,11 @@ pub unsafe extern "C" fn qjson_raw(
     cursor: u32,
     path: *const c_char,
     path_len: usize,
-    out: *mut qjson_value,
+    reader: *mut qjson_reader,
 ) -> c_int {
     // SAFETY: the caller's guarantees are lookup's.
     unsafe {
-        lookup(doc, cursor, path, path_len, out, |doc, at, out| {
+        lookup(doc, cursor, path, path_len, reader, |doc, at, out, _| {
             let raw = doc.raw(at);
             out.str_ = raw.as_ptr().cast();
             out.len = raw.len();
@@ -654,12 +757,12 @@ pub unsafe extern "C" fn qjson_lua_null(state: *mut c_void) -> c_int {
 }
 
 /// Escapes a prefix of `src[..len]` into `dst[..cap]` like lua-cjson;
-/// returns the bytes written and sets `*consumed` to the source bytes they
-/// cover (never a cut escape).
+/// returns the bytes written and sets `reader.count` to the source bytes
+/// they cover (never a cut escape).
 ///
 /// # Safety
-/// `src` is valid for `len` reads, `dst` for `cap` writes, `consumed` for
-/// one write; `dst` does not overlap `src`.
+/// `src` is valid for `len` reads, `dst` for `cap` writes; `dst` does not
+/// overlap `src`; `reader` is NULL or a live reader.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qjson_escape(
     src: *const c_char,
@@ -667,11 +770,16 @@ pub unsafe extern "C" fn qjson_escape(
     escape_slash: c_int,
     dst: *mut c_char,
     cap: usize,
-    consumed: *mut usize,
+    reader: *mut qjson_reader,
 ) -> usize {
+    // SAFETY: the caller guarantees reader is NULL or live.
+    let Some(reader) = (unsafe { reader.as_mut() }) else {
+        return 0;
+    };
+    reader.count = 0;
     let mut written = 0;
-    let status = guarded(|| {
-        if src.is_null() || dst.is_null() || consumed.is_null() {
+    guarded(|| {
+        if src.is_null() || dst.is_null() {
             return ErrorCode::BadArgument as c_int;
         }
         // SAFETY: the caller guarantees both ranges and that they do not
@@ -683,14 +791,9 @@ pub unsafe extern "C" fn qjson_escape(
             )
         };
         let (read, wrote) = escape::escape(src, escape_slash != 0, dst);
-        // SAFETY: checked non-null; the caller guarantees it is writable.
-        unsafe { *consumed = read };
+        reader.count = read;
         written = wrote;
         OK
     });
-    if status != OK && !consumed.is_null() {
-        // SAFETY: as above.
-        unsafe { *consumed = 0 };
-    }
     written
 }

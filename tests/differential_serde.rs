@@ -303,10 +303,10 @@ fn has_repeats(doc: &mut Document<'_>, at: u32) -> bool {
             .into_iter()
             .any(|e| has_repeats(doc, e)),
         ValueType::Object => {
-            let every = doc.members(at, true).unwrap().len();
+            let every = doc.members(at, true, &mut Vec::new()).unwrap().len();
             every != doc.len(at).unwrap() || {
                 let values: Vec<u32> = doc
-                    .members(at, true)
+                    .members(at, true, &mut Vec::new())
                     .unwrap()
                     .iter()
                     .map(|&k| k + 3)
@@ -334,7 +334,7 @@ fn same(doc: &mut Document<'_>, at: u32, want: &Value, path: &str) {
         ),
         Value::String(s) => {
             assert_eq!(t, ValueType::String, "{path}");
-            assert_eq!(doc.string(at), s.as_bytes(), "{path}");
+            assert_eq!(doc.string(at, &mut Vec::new()), s.as_bytes(), "{path}");
         }
         Value::Number(n) => {
             assert_eq!(t, ValueType::Number, "{path}");
@@ -351,8 +351,11 @@ fn same(doc: &mut Document<'_>, at: u32, want: &Value, path: &str) {
         Value::Object(m) => {
             assert_eq!(t, ValueType::Object, "{path}");
             assert_eq!(doc.len(at), Some(m.len()), "{path}");
-            let entries = doc.members(at, false).unwrap().to_vec();
-            let mut keys: Vec<Vec<u8>> = entries.iter().map(|&k| doc.key(k).to_vec()).collect();
+            let entries = doc.members(at, false, &mut Vec::new()).unwrap().to_vec();
+            let mut keys: Vec<Vec<u8>> = entries
+                .iter()
+                .map(|&k| doc.string(k, &mut Vec::new()).to_vec())
+                .collect();
             keys.sort();
             let mut want_keys: Vec<&[u8]> = m.keys().map(|k| k.as_bytes()).collect();
             want_keys.sort();
@@ -442,7 +445,8 @@ fn compare(text: &[u8], tally: &mut Tally) {
 
 /// Whether some number of the document reads as ±infinity.
 fn has_infinite(doc: &mut Document<'_>, at: u32) -> bool {
-    let tape = doc.tape(at);
+    let (mut items, mut arena) = (Vec::new(), Vec::new());
+    let tape = doc.tape(at, &mut items, &mut arena);
     tape.iter().any(|item| {
         // SAFETY: a number item's payload is its double.
         item.type_ == ValueType::Number as i32 && unsafe { item.payload.num }.is_infinite()

@@ -24,7 +24,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use qjson::ffi::{
     qjson_doc, qjson_error, qjson_find, qjson_free, qjson_get, qjson_get_i64, qjson_len,
-    qjson_options, qjson_parse, qjson_raw, qjson_value,
+    qjson_options, qjson_parse, qjson_raw, qjson_reader, qjson_reader_free, qjson_reader_new,
+    qjson_value,
 };
 
 // ---------------------------------------------------------------------
@@ -180,13 +181,36 @@ const TYPE_ARRAY: i32 = 6;
 const TYPE_OBJECT: i32 = 7;
 const ROOT: u32 = 0;
 
-fn new_error() -> qjson_error {
-    qjson_error {
-        code: -1,
-        reserved: 0,
-        offset: 0,
-        message: [0; 256],
+/// A reader (where every call leaves its results); freed on drop.
+struct Reader(*mut qjson_reader);
+
+impl Reader {
+    fn new() -> Reader {
+        let reader = qjson_reader_new();
+        assert!(!reader.is_null());
+        // SAFETY: a live reader used by this thread only.
+        unsafe { (*reader).error.code = -1 };
+        Reader(reader)
     }
+
+    fn error(&self) -> &qjson_error {
+        // SAFETY: self.0 is live until drop; the borrow of self ends
+        // before the next call through this reader.
+        unsafe { &(*self.0).error }
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        // SAFETY: self.0 came from qjson_reader_new and is freed once.
+        unsafe { qjson_reader_free(self.0) }
+    }
+}
+
+thread_local! {
+    /// The reader lookups go through; made before any measured region
+    /// (every test warms up first).
+    static LOOKUPS: Reader = Reader::new();
 }
 
 /// The NUL-terminated message of `e`, as bytes.
@@ -204,31 +228,35 @@ fn message(e: &qjson_error) -> &[u8] {
 
 /// The signature every lookup function of the C ABI shares.
 type Lookup =
-    unsafe extern "C" fn(*mut qjson_doc, u32, *const c_char, usize, *mut qjson_value) -> c_int;
+    unsafe extern "C" fn(*mut qjson_doc, u32, *const c_char, usize, *mut qjson_reader) -> c_int;
 
 /// A parsed document; freed on drop.
 struct Doc(*mut qjson_doc);
 
 impl Doc {
     fn parse(json: &[u8]) -> Doc {
-        let mut err = new_error();
-        let doc = try_parse(json, None, Some(&mut err));
-        assert!(
-            !doc.is_null(),
-            "parse failed: code {} {:?}",
-            err.code,
-            String::from_utf8_lossy(message(&err))
-        );
-        Doc(doc)
+        LOOKUPS.with(|err| {
+            let doc = try_parse(json, None, Some(err));
+            assert!(
+                !doc.is_null(),
+                "parse failed: code {} {:?}",
+                err.error().code,
+                String::from_utf8_lossy(message(err.error()))
+            );
+            Doc(doc)
+        })
     }
 
     /// Calls one lookup function; returns its status and output.
     fn call(&self, f: Lookup, cursor: u32, path: &[u8]) -> (c_int, qjson_value) {
-        let mut out = qjson_value::default();
-        // SAFETY: self.0 is a live document used by this thread only, the
-        // path slice is readable for its length, and out is writable.
-        let rc = unsafe { f(self.0, cursor, path.as_ptr().cast(), path.len(), &mut out) };
-        (rc, out)
+        LOOKUPS.with(|reader| {
+            // SAFETY: self.0 is a live document and reader.0 a live reader,
+            // both used by this thread only; the path slice is readable for
+            // its length.
+            let rc = unsafe { f(self.0, cursor, path.as_ptr().cast(), path.len(), reader.0) };
+            // SAFETY: as above.
+            (rc, unsafe { (*reader.0).value })
+        })
     }
 
     /// `qjson_get` on a string: its decoded bytes.
@@ -280,17 +308,13 @@ impl Drop for Doc {
     }
 }
 
-/// `qjson_parse` with optional options and error struct.
-fn try_parse(
-    json: &[u8],
-    opts: Option<&qjson_options>,
-    err: Option<&mut qjson_error>,
-) -> *mut qjson_doc {
+/// `qjson_parse` with optional options and a reader for the error.
+fn try_parse(json: &[u8], opts: Option<&qjson_options>, err: Option<&Reader>) -> *mut qjson_doc {
     let opts = opts.map_or(ptr::null(), ptr::from_ref);
-    let err = err.map_or(ptr::null_mut(), ptr::from_mut);
+    let err = err.map_or(ptr::null_mut(), |r| r.0);
     // SAFETY: json is readable for its length and outlives every document
     // made from it (the callers free documents before dropping the text);
-    // opts and err are NULL or valid.
+    // opts is NULL or valid, err NULL or a live reader.
     unsafe { qjson_parse(json.as_ptr().cast(), json.len(), opts, err) }
 }
 
@@ -620,11 +644,11 @@ fn bad_inputs(chat: &Chat) -> Vec<Bad> {
 }
 
 /// Parses every bad input, checking the reported error when `err` is set.
-fn parse_bad(inputs: &[Bad], messages: &[Vec<u8>], mut err: Option<&mut qjson_error>) {
+fn parse_bad(inputs: &[Bad], messages: &[Vec<u8>], err: Option<&Reader>) {
     for (bad, expected) in inputs.iter().zip(messages) {
-        let doc = try_parse(&bad.json, bad.opts.as_ref(), err.as_deref_mut());
+        let doc = try_parse(&bad.json, bad.opts.as_ref(), err);
         assert!(doc.is_null());
-        if let Some(e) = err.as_deref_mut() {
+        if let Some(e) = err.map(Reader::error) {
             assert_eq!((e.code, e.offset), (bad.code, bad.offset));
             assert_eq!(message(e), &expected[..]);
         }
@@ -657,13 +681,13 @@ fn parse_errors_with_report_allocate_nothing_in_steady_state() {
     let chat = chat();
     let inputs = bad_inputs(&chat);
     let messages = reported_messages(&inputs);
-    let mut err = new_error();
+    let err = Reader::new();
     for _ in 0..3 {
-        parse_bad(&inputs, &messages, Some(&mut err));
+        parse_bad(&inputs, &messages, Some(&err));
     }
     let counts = measure(|| {
         for _ in 0..ROUNDS {
-            parse_bad(&inputs, &messages, Some(&mut err));
+            parse_bad(&inputs, &messages, Some(&err));
         }
     });
     assert_no_allocation("parse errors, reported", counts);
@@ -674,10 +698,11 @@ fn reported_messages(inputs: &[Bad]) -> Vec<Vec<u8>> {
     let messages: Vec<Vec<u8>> = inputs
         .iter()
         .map(|bad| {
-            let mut err = new_error();
-            assert!(try_parse(&bad.json, bad.opts.as_ref(), Some(&mut err)).is_null());
-            assert_eq!((err.code, err.offset), (bad.code, bad.offset));
-            message(&err).to_vec()
+            let err = Reader::new();
+            assert!(try_parse(&bad.json, bad.opts.as_ref(), Some(&err)).is_null());
+            let e = err.error();
+            assert_eq!((e.code, e.offset), (bad.code, bad.offset));
+            message(e).to_vec()
         })
         .collect();
     let text = |i: usize| String::from_utf8_lossy(&messages[i]).into_owned();
@@ -703,8 +728,8 @@ fn parse_errors_report_code_offset_and_message() {
     let chat = chat();
     let inputs = bad_inputs(&chat);
     let messages = reported_messages(&inputs);
-    let mut err = new_error();
-    parse_bad(&inputs, &messages, Some(&mut err));
+    let err = Reader::new();
+    parse_bad(&inputs, &messages, Some(&err));
 }
 
 /// Inputs of 4 GiB - 1 bytes or more are refused before a byte is read.
@@ -750,14 +775,15 @@ fn too_large_input_is_refused() {
         return;
     }
     for len in [FOUR_GIB, FOUR_GIB - 1] {
-        let mut err = new_error();
+        let reader = Reader::new();
         // SAFETY: base[0..len) is a readable mapping that outlives the
-        // call (no document is returned).
-        let doc = unsafe { qjson_parse(base.cast::<c_char>(), len, ptr::null(), &mut err) };
+        // call (no document is returned); reader.0 is a live reader.
+        let doc = unsafe { qjson_parse(base.cast::<c_char>(), len, ptr::null(), reader.0) };
         assert!(doc.is_null());
+        let err = reader.error();
         assert_eq!((err.code, err.offset), (E_TOO_LARGE, len as u64));
         assert_eq!(
-            String::from_utf8_lossy(message(&err)),
+            String::from_utf8_lossy(message(err)),
             format!("input of {len} bytes is too large (inputs must be under 4 GiB - 1)")
         );
     }

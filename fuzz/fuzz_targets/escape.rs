@@ -9,7 +9,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use qjson::escape::escape_reference;
-use qjson::ffi::qjson_escape;
+use qjson::ffi::{qjson_escape, qjson_reader_free, qjson_reader_new};
 use qjson_fuzz::{Doc, take};
 
 fuzz_target!(|data: &[u8]| {
@@ -20,11 +20,12 @@ fuzz_target!(|data: &[u8]| {
     let room = 6 + usize::from(flags >> 1);
     let mut out = b"\"".to_vec();
     let mut dst = vec![0u8; room];
+    let reader = qjson_reader_new();
+    assert!(!reader.is_null());
     let mut at = 0;
     while at < src.len() {
-        let mut consumed = 0usize;
-        // SAFETY: src[at..] and dst are valid for the lengths passed, do not
-        // overlap, and consumed is a local.
+        // SAFETY: src[at..] and dst are valid for the lengths passed and do
+        // not overlap; reader is live until freed below.
         let written = unsafe {
             qjson_escape(
                 src[at..].as_ptr().cast(),
@@ -32,14 +33,18 @@ fuzz_target!(|data: &[u8]| {
                 i32::from(escape_slash),
                 dst.as_mut_ptr().cast(),
                 room,
-                &mut consumed,
+                reader,
             )
         };
+        // SAFETY: as above.
+        let consumed = unsafe { (*reader).count };
         assert!(consumed > 0, "no progress at {at} with room {room}");
         assert!(written <= room && consumed <= src.len() - at);
         out.extend_from_slice(&dst[..written]);
         at += consumed;
     }
+    // SAFETY: made by qjson_reader_new above, freed once.
+    unsafe { qjson_reader_free(reader) };
     assert_eq!(&out[1..], &escape_reference(src, escape_slash)[..]);
     out.push(b'"');
     if std::str::from_utf8(src).is_ok() {

@@ -12,13 +12,12 @@
 //! The targets then check how the answers agree with each other.
 
 use core::ffi::c_char;
-use core::ptr;
 
 use qjson::error::ErrorCode;
 use qjson::ffi::{
-    qjson_doc, qjson_error, qjson_find, qjson_free, qjson_get, qjson_get_i64, qjson_get_index,
-    qjson_get_key, qjson_len, qjson_member, qjson_members, qjson_options, qjson_parse, qjson_raw,
-    qjson_tape, qjson_value,
+    qjson_doc, qjson_find, qjson_free, qjson_get, qjson_get_i64, qjson_get_index, qjson_get_key,
+    qjson_len, qjson_member, qjson_members, qjson_options, qjson_parse, qjson_raw, qjson_reader,
+    qjson_reader_free, qjson_reader_new, qjson_tape, qjson_value,
 };
 use qjson::navigate::ValueType;
 use qjson::navigate::tape::Item;
@@ -93,10 +92,35 @@ fn checked(rc: i32) -> Result<(), i32> {
     if rc == 0 { Ok(()) } else { Err(rc) }
 }
 
-/// A parsed document over borrowed text.
+/// A reader (where calls leave their results); freed on drop.
+struct Reader(*mut qjson_reader);
+
+impl Reader {
+    fn new() -> Reader {
+        let reader = qjson_reader_new();
+        assert!(!reader.is_null(), "qjson_reader_new failed");
+        Reader(reader)
+    }
+
+    /// What the last call left.
+    fn get(&self) -> &qjson_reader {
+        // SAFETY: a live reader; the borrow ends before the next call.
+        unsafe { &*self.0 }
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        // SAFETY: made by qjson_reader_new, freed exactly once, here.
+        unsafe { qjson_reader_free(self.0) }
+    }
+}
+
+/// A parsed document over borrowed text, with the reader its calls use.
 pub struct Doc<'a> {
     ptr: *mut qjson_doc,
     text: &'a [u8],
+    reader: Reader,
 }
 
 impl Drop for Doc<'_> {
@@ -121,7 +145,7 @@ unsafe fn copy_out(p: *const u8, len: usize) -> Vec<u8> {
 }
 
 type PathCall =
-    unsafe extern "C" fn(*mut qjson_doc, u32, *const c_char, usize, *mut qjson_value) -> i32;
+    unsafe extern "C" fn(*mut qjson_doc, u32, *const c_char, usize, *mut qjson_reader) -> i32;
 
 impl<'a> Doc<'a> {
     /// `qjson_parse` with `max_depth` (0: default) and the duplicate-key
@@ -131,18 +155,14 @@ impl<'a> Doc<'a> {
             max_depth,
             duplicate_keys,
         };
-        let mut err = qjson_error {
-            code: 0,
-            reserved: 0,
-            offset: 0,
-            message: [0; 256],
-        };
-        // SAFETY: text outlives the Doc (its lifetime), opts and err are
-        // live locals.
-        let ptr = unsafe { qjson_parse(text.as_ptr().cast(), text.len(), &opts, &mut err) };
+        let reader = Reader::new();
+        // SAFETY: text outlives the Doc (its lifetime), opts is a live
+        // local and reader a live reader.
+        let ptr = unsafe { qjson_parse(text.as_ptr().cast(), text.len(), &opts, reader.0) };
         if !ptr.is_null() {
-            return Ok(Doc { ptr, text });
+            return Ok(Doc { ptr, text, reader });
         }
+        let err = &reader.get().error;
         assert!(
             (1..=20).contains(&err.code),
             "parse failed with code {}, not a QJSON_E_* rejection",
@@ -169,10 +189,17 @@ impl<'a> Doc<'a> {
     }
 
     fn call(&mut self, f: PathCall, cursor: u32, path: &[u8]) -> Result<qjson_value, i32> {
-        let mut out = qjson_value::default();
-        // SAFETY: a live document, a path slice and an out-cell.
-        let rc = unsafe { f(self.ptr, cursor, path.as_ptr().cast(), path.len(), &mut out) };
-        checked(rc).map(|()| out)
+        // SAFETY: a live document, a path slice and a live reader.
+        let rc = unsafe {
+            f(
+                self.ptr,
+                cursor,
+                path.as_ptr().cast(),
+                path.len(),
+                self.reader.0,
+            )
+        };
+        checked(rc).map(|()| self.reader.get().value)
     }
 
     fn owned(out: &qjson_value) -> Value {
@@ -242,19 +269,17 @@ impl<'a> Doc<'a> {
 
     /// `qjson_get_index`.
     pub fn get_index(&mut self, cursor: u32, index: usize) -> Result<Value, i32> {
-        let mut out = qjson_value::default();
-        // SAFETY: a live document and an out-cell.
-        let rc = unsafe { qjson_get_index(self.ptr, cursor, index, &mut out) };
-        checked(rc).map(|()| Self::scalar(&out))
+        // SAFETY: a live document and a live reader.
+        let rc = unsafe { qjson_get_index(self.ptr, cursor, index, self.reader.0) };
+        checked(rc).map(|()| Self::scalar(&self.reader.get().value))
     }
 
     /// `qjson_members`: key entries, copied.
     pub fn members(&mut self, cursor: u32, every: bool) -> Result<Vec<u32>, i32> {
-        let mut keys: *const u32 = ptr::null();
-        let mut count = 0usize;
-        // SAFETY: a live document and two out-cells.
-        let rc = unsafe { qjson_members(self.ptr, cursor, every as i32, &mut keys, &mut count) };
+        // SAFETY: a live document and a live reader.
+        let rc = unsafe { qjson_members(self.ptr, cursor, every as i32, self.reader.0) };
         checked(rc)?;
+        let (keys, count) = (self.reader.get().keys, self.reader.get().count);
         if count == 0 {
             return Ok(Vec::new());
         }
@@ -265,10 +290,10 @@ impl<'a> Doc<'a> {
     /// `qjson_member`: the key (bytes, and `i64_` its quote's offset, which
     /// is checked to be a quote of the text) and the value.
     pub fn member(&mut self, entry: u32) -> Result<(Value, Value), i32> {
-        let (mut key, mut value) = (qjson_value::default(), qjson_value::default());
-        // SAFETY: a live document and two out-cells.
-        let rc = unsafe { qjson_member(self.ptr, entry, &mut key, &mut value) };
+        // SAFETY: a live document and a live reader.
+        let rc = unsafe { qjson_member(self.ptr, entry, self.reader.0) };
         checked(rc)?;
+        let (key, value) = (self.reader.get().key, self.reader.get().value);
         assert_eq!(key.type_, STRING);
         let at = usize::try_from(key.i64_).expect("negative key offset");
         assert_eq!(
@@ -281,11 +306,11 @@ impl<'a> Doc<'a> {
 
     /// `qjson_tape`, copied.
     pub fn tape(&mut self, cursor: u32) -> Result<Vec<Tape>, i32> {
-        let mut items: *const Item = ptr::null();
-        let mut count = 0usize;
-        // SAFETY: a live document and two out-cells.
-        let rc = unsafe { qjson_tape(self.ptr, cursor, &mut items, &mut count) };
+        // SAFETY: a live document and a live reader.
+        let rc = unsafe { qjson_tape(self.ptr, cursor, self.reader.0) };
         checked(rc)?;
+        let (items, count): (*const Item, usize) =
+            (self.reader.get().items, self.reader.get().count);
         assert!(count > 0 && !items.is_null(), "empty tape for a value");
         // SAFETY: qjson_tape hands out count items at items.
         let items = unsafe { core::slice::from_raw_parts(items, count) };

@@ -14,10 +14,12 @@ local ffi = require("ffi")
 local qffi = require("qjson.ffi")
 
 local C = qffi.C
-local value = qffi.value
+local enter = qffi.enter
+local leave = qffi.leave
+local idle = qffi.idle
+local is_closed = qffi.is_closed
 local scalar = qffi.scalar
 local ffi_string = ffi.string
-local ffi_gc = ffi.gc
 local collectgarbage = collectgarbage
 local error = error
 local type = type
@@ -50,6 +52,7 @@ local _M = { _VERSION = "0.1.0" }
 -- nil, message for documents made by qjson.safe. Getters reach here by
 -- tail calls only, which replace their frames: level 2 is their caller.
 -- (Not `return error(...)`: a tail call would replace this frame too.)
+-- Never called inside a section (see lua/qjson/ffi.lua).
 local function misuse(self, message)
     if self._doc.safe then
         return nil, message
@@ -78,22 +81,24 @@ local function check_path(path, method)
     return path
 end
 
--- The result of a lookup that did not return QJSON_OK.
-local function failure(self, rc, path, wanted)
+-- The result of a lookup that did not return QJSON_OK; ends the section
+-- of reader R first.
+local function failure(self, R, rc, path, wanted)
+    local v = R.value
+    local got, offset = v.type, tonumber(v.i64)
+    leave(R)
     if rc == NOT_FOUND then
         return nil
-    end
-    local v = value[0]
-    if rc == TYPE_MISMATCH then
+    elseif rc == TYPE_MISMATCH then
         return nil, "qjson: expected " .. wanted .. " at \"" .. path .. "\", got "
-                    .. TYPE_NAMES[v.type]
+                    .. TYPE_NAMES[got]
     elseif rc == OUT_OF_RANGE then
         return nil, "qjson: integer at \"" .. path .. "\" does not fit in int64"
     elseif rc == NOT_INTEGER then
         return nil, "qjson: number at \"" .. path .. "\" is not an integer"
     elseif rc == BAD_PATH then
         return misuse(self, "qjson: invalid path \"" .. path .. "\" at byte "
-                            .. tostring(tonumber(v.i64)))
+                            .. tostring(offset))
     end
     return misuse(self, "qjson: lookup failed with code " .. rc)
 end
@@ -102,57 +107,75 @@ local function mismatch(path, wanted, got)
     return nil, "qjson: expected " .. wanted .. " at \"" .. path .. "\", got " .. TYPE_NAMES[got]
 end
 
--- Runs the lookup `fn` for `path` from this cursor. Returns the status.
--- Not a tail call: a trace that tail-calls the C function and returns
--- below its start aborts ("NYI: return to lower frame").
--- (The getters below avoid `return f(...)` of a builtin for the same
--- reason.)
-local function lookup(self, fn, path)
-    local rc = fn(handle(self), self._at, path, #path, value)
+-- Each getter: check the arguments, then in one section (see
+-- lua/qjson/ffi.lua) one native call and the reads of its results.
+-- Native calls are never tail calls: a trace that tail-calls the C
+-- function and returns below its start aborts ("NYI: return to lower
+-- frame"); the getters avoid `return f(...)` of a builtin for the same
+-- reason.
+
+-- The native call `fn` for `path` from this cursor, through reader R;
+-- returns the status. (Getters call `enter` themselves: a function that
+-- holds `enter` is how a section is recognised on the stack.)
+local function lookup(self, ptr, fn, path, R)
+    local rc = fn(ptr, self._at, path, #path, R)
     return rc
 end
 
--- Each getter: validate arguments, one native call, convert.
-
 function Doc:get_str(path)
-    if not handle(self) then return freed(self) end
+    local ptr = handle(self)
+    if not ptr then return freed(self) end
     local p, err = check_path(path, "get_str")
     if not p then return misuse(self, err) end
-    local rc = lookup(self, C.qjson_get, p)
-    if rc ~= OK then return failure(self, rc, p, "string") end
-    local v = value[0]
-    if v.type ~= T_STRING then return mismatch(p, "string", v.type) end
-    local s = ffi_string(v.str, v.len)
+    local R = enter()
+    local rc = lookup(self, ptr, C.qjson_get, p, R)
+    if rc ~= OK then return failure(self, R, rc, p, "string") end
+    local v = R.value
+    local t = v.type
+    local s = t == T_STRING and ffi_string(v.str, v.len)
+    leave(R)
+    if not s then return mismatch(p, "string", t) end
     return s
 end
 
 function Doc:get_f64(path)
-    if not handle(self) then return freed(self) end
+    local ptr = handle(self)
+    if not ptr then return freed(self) end
     local p, err = check_path(path, "get_f64")
     if not p then return misuse(self, err) end
-    local rc = lookup(self, C.qjson_get, p)
-    if rc ~= OK then return failure(self, rc, p, "number") end
-    local v = value[0]
-    if v.type ~= T_NUMBER then return mismatch(p, "number", v.type) end
-    return v.num
+    local R = enter()
+    local rc = lookup(self, ptr, C.qjson_get, p, R)
+    if rc ~= OK then return failure(self, R, rc, p, "number") end
+    local v = R.value
+    local t, n = v.type, v.num
+    leave(R)
+    if t ~= T_NUMBER then return mismatch(p, "number", t) end
+    return n
 end
 
 function Doc:get_i64(path)
-    if not handle(self) then return freed(self) end
+    local ptr = handle(self)
+    if not ptr then return freed(self) end
     local p, err = check_path(path, "get_i64")
     if not p then return misuse(self, err) end
-    local rc = lookup(self, C.qjson_get_i64, p)
-    if rc ~= OK then return failure(self, rc, p, "number") end
-    return value[0].i64
+    local R = enter()
+    local rc = lookup(self, ptr, C.qjson_get_i64, p, R)
+    if rc ~= OK then return failure(self, R, rc, p, "number") end
+    local n = R.value.i64
+    leave(R)
+    return n
 end
 
 function Doc:get_bool(path)
-    if not handle(self) then return freed(self) end
+    local ptr = handle(self)
+    if not ptr then return freed(self) end
     local p, err = check_path(path, "get_bool")
     if not p then return misuse(self, err) end
-    local rc = lookup(self, C.qjson_find, p)
-    if rc ~= OK then return failure(self, rc, p, "boolean") end
-    local t = value[0].type
+    local R = enter()
+    local rc = lookup(self, ptr, C.qjson_find, p, R)
+    if rc ~= OK then return failure(self, R, rc, p, "boolean") end
+    local t = R.value.type
+    leave(R)
     if t == T_TRUE then return true end
     if t == T_FALSE then return false end
     return mismatch(p, "boolean", t)
@@ -160,67 +183,89 @@ end
 
 -- true for JSON null, false for any other value, nil when missing.
 function Doc:is_null(path)
-    if not handle(self) then return freed(self) end
+    local ptr = handle(self)
+    if not ptr then return freed(self) end
     local p, err = check_path(path, "is_null")
     if not p then return misuse(self, err) end
-    local rc = lookup(self, C.qjson_find, p)
-    if rc ~= OK then return failure(self, rc, p) end
-    return value[0].type == T_NULL
+    local R = enter()
+    local rc = lookup(self, ptr, C.qjson_find, p, R)
+    if rc ~= OK then return failure(self, R, rc, p) end
+    local t = R.value.type
+    leave(R)
+    return t == T_NULL
 end
 
 function Doc:typeof(path)
-    if not handle(self) then return freed(self) end
+    local ptr = handle(self)
+    if not ptr then return freed(self) end
     local p, err = check_path(path, "typeof")
     if not p then return misuse(self, err) end
-    local rc = lookup(self, C.qjson_find, p)
-    if rc ~= OK then return failure(self, rc, p) end
-    return TYPE_NAMES[value[0].type]
+    local R = enter()
+    local rc = lookup(self, ptr, C.qjson_find, p, R)
+    if rc ~= OK then return failure(self, R, rc, p) end
+    local t = R.value.type
+    leave(R)
+    return TYPE_NAMES[t]
 end
 
 -- Elements of an array, distinct keys of an object.
 function Doc:len(path)
-    if not handle(self) then return freed(self) end
+    local ptr = handle(self)
+    if not ptr then return freed(self) end
     local p, err = check_path(path, "len")
     if not p then return misuse(self, err) end
-    local rc = lookup(self, C.qjson_len, p)
-    if rc ~= OK then return failure(self, rc, p, "array or object") end
-    local n = tonumber(value[0].len)
+    local R = enter()
+    local rc = lookup(self, ptr, C.qjson_len, p, R)
+    if rc ~= OK then return failure(self, R, rc, p, "array or object") end
+    local n = tonumber(R.value.len)
+    leave(R)
     return n
 end
 
 -- The exact source text of the value.
 function Doc:raw(path)
-    if not handle(self) then return freed(self) end
+    local ptr = handle(self)
+    if not ptr then return freed(self) end
     local p, err = check_path(path, "raw")
     if not p then return misuse(self, err) end
-    local rc = lookup(self, C.qjson_raw, p)
-    if rc ~= OK then return failure(self, rc, p) end
-    local v = value[0]
+    local R = enter()
+    local rc = lookup(self, ptr, C.qjson_raw, p, R)
+    if rc ~= OK then return failure(self, R, rc, p) end
+    local v = R.value
     local s = ffi_string(v.str, v.len)
+    leave(R)
     return s
 end
 
 -- A scalar as a Lua value: string, number, boolean or qjson.null.
 function Doc:get(path)
-    if not handle(self) then return freed(self) end
+    local ptr = handle(self)
+    if not ptr then return freed(self) end
     local p, err = check_path(path, "get")
     if not p then return misuse(self, err) end
-    local rc = lookup(self, C.qjson_get, p)
-    if rc ~= OK then return failure(self, rc, p) end
-    local v = scalar(value[0])
+    local R = enter()
+    local rc = lookup(self, ptr, C.qjson_get, p, R)
+    if rc ~= OK then return failure(self, R, rc, p) end
+    local v = scalar(R.value)
+    local t = R.value.type
+    leave(R)
     if v ~= nil then return v end
-    return nil, "qjson: value at \"" .. p .. "\" is an " .. TYPE_NAMES[value[0].type]
+    return nil, "qjson: value at \"" .. p .. "\" is an " .. TYPE_NAMES[t]
                 .. "; read it with open() or qjson.decode()"
 end
 
 -- A cursor on the value at path: the same getters, relative to it.
 function Doc:open(path)
-    if not handle(self) then return freed(self) end
+    local ptr = handle(self)
+    if not ptr then return freed(self) end
     local p, err = check_path(path, "open")
     if not p then return misuse(self, err) end
-    local rc = lookup(self, C.qjson_find, p)
-    if rc ~= OK then return failure(self, rc, p) end
-    local cursor = setmetatable({ _doc = self._doc, _at = value[0].cursor }, Doc)
+    local R = enter()
+    local rc = lookup(self, ptr, C.qjson_find, p, R)
+    if rc ~= OK then return failure(self, R, rc, p) end
+    local at = R.value.cursor
+    leave(R)
+    local cursor = setmetatable({ _doc = self._doc, _at = at }, Doc)
     return cursor
 end
 
@@ -235,6 +280,10 @@ end
 -- first parse after each cycle, so its cost (one visit per slot) is paid
 -- once per cycle, like the collector's own.
 --
+-- `doc:free()` frees at once, unless a section is under way (it may be
+-- reading that very document: the free comes from a finalizer); then the
+-- document waits in `pending` for the next parse.
+--
 -- The collector cannot see the native memory (index and scratch buffers),
 -- so each document counts it as if Lua had allocated it, and every
 -- GC_PACE_BYTES the collector does the matching amount of incremental
@@ -246,6 +295,10 @@ local alive = setmetatable({}, { __mode = "v" })
 local cycle = setmetatable({ {} }, { __mode = "v" })
 local free_slots, free_count = {}, 0
 local slot_count, held = 0, 0
+local pending, pending_count = {}, 0
+-- Stands in `alive` for a document waiting in `pending`, so that no sweep
+-- releases it too.
+local PENDING = {}
 
 local function release(slot)
     local ptr = handles[slot]
@@ -266,24 +319,46 @@ local function sweep()
     cycle[1] = {}
 end
 
--- At exit (lua_close runs cdata finalizers) every document still held
--- goes back too, so leak checkers see nothing lost. Kept in `handles`, so
--- it lives exactly as long as they do.
-handles.exit_guard = ffi_gc(ffi.new("char[1]"), function()
+local function release_pending()
+    for i = 1, pending_count do
+        release(pending[i])
+        pending[i] = nil
+    end
+    pending_count = 0
+end
+
+-- At lua_close (see lua/qjson/ffi.lua) every document still held goes
+-- back too, so leak checkers see nothing lost, and is marked freed first,
+-- so code that runs later and reads one gets "document used after free()"
+-- instead of freed memory.
+qffi.on_close(function()
     for slot = 1, slot_count do
         if handles[slot] then
+            local state = alive[slot]
+            if state then
+                -- (PENDING gets a field nothing reads.)
+                state.ptr = false
+            end
             release(slot)
         end
     end
+    pending_count = 0
 end)
 
--- Releases the native document now, for this object and every cursor
--- opened from it; later calls raise instead of touching freed memory.
+-- Releases the native document, for this object and every cursor opened
+-- from it (at once, or at the next parse when a section is under way);
+-- later calls raise instead of touching freed memory.
 function Doc:free()
     local state = self._doc
     if state.ptr then
         state.ptr = false
-        release(state.slot)
+        if idle() then
+            release(state.slot)
+        else
+            pending_count = pending_count + 1
+            pending[pending_count] = state.slot
+            alive[state.slot] = PENDING
+        end
         -- Memory given back now needs no collector work to find it.
         native_debt = native_debt > state.bytes and native_debt - state.bytes or 0
     end
@@ -323,6 +398,13 @@ function _M.new(ptr, src, safe)
     end
     if cycle[1] == nil then
         sweep()
+    end
+    if pending_count > 0 and idle() then
+        release_pending()
+    end
+    if is_closed() then
+        -- Parsed during lua_close, after qjson's cleanup: it runs again.
+        qffi.arm()
     end
     return root
 end

@@ -14,16 +14,21 @@ local qffi = require("qjson.ffi")
 local lazy = require("qjson.lazy")
 
 local C = qffi.C
-local value = qffi.value
+local enter = qffi.enter
+local leave = qffi.leave
+local MAIN = qffi.main
 local null = qffi.null
 local state_of = lazy.state_of
 local DELETED = lazy.DELETED
 local empty_array_mt = lazy.empty_array_mt
 local source_members = lazy.source_members
+local live_ptr = lazy.live_ptr
+local proxy_get = lazy.get
 local ffi_cast = ffi.cast
 local ffi_istype = ffi.istype
 local type = type
 local next = next
+local rawget = rawget
 local error = error
 local tostring = tostring
 local getmetatable = getmetatable
@@ -67,8 +72,12 @@ local config = {
     max_depth = 1000,
 }
 
+-- The encoder's state: the output buffer, the pending source copy (see
+-- `copy`), the deepest table entered, and the reader of the encode's
+-- section (see lua/qjson/ffi.lua). An encode that runs inside another's
+-- section (from a finalizer) saves them and works on fresh ones.
 local buf = buffer.new()
-local key_cell = ffi.new("qjson_value[1]")
+local reader
 
 local function fail(kind, reason)
     error("Cannot serialise " .. kind .. ": " .. reason, 0)
@@ -78,7 +87,6 @@ end
 -- slices of at most ESCAPE_SLICE output bytes, so a long string needs no
 -- worst-case (6x) reservation.
 local ESCAPE_SLICE = 1024 * 1024
-local consumed = ffi.new("size_t[1]")
 
 local function put_string(s)
     local len = #s
@@ -86,7 +94,7 @@ local function put_string(s)
     buf:put('"')
     if len <= ESCAPE_SLICE / 6 then
         local p, room = buf:reserve(len * 6)
-        buf:commit(C.qjson_escape(s, len, slash, p, room, consumed))
+        buf:commit(C.qjson_escape(s, len, slash, p, room, reader))
     else
         local src = ffi_cast("const char *", s)
         local done = 0
@@ -96,8 +104,12 @@ local function put_string(s)
                 want = ESCAPE_SLICE
             end
             local p, room = buf:reserve(want)
-            buf:commit(C.qjson_escape(src + done, len - done, slash, p, room, consumed))
-            done = done + tonumber(consumed[0])
+            buf:commit(C.qjson_escape(src + done, len - done, slash, p, room, reader))
+            local consumed = tonumber(reader.count)
+            if consumed == 0 then
+                error("qjson: internal error escaping a string", 0)
+            end
+            done = done + consumed
         end
     end
     buf:put('"')
@@ -186,11 +198,13 @@ local function array_length(t)
     return max
 end
 
+-- Plain tables are read raw, as cjson reads them: a metatable's __index
+-- is not consulted.
 local function put_array(t, n, depth)
     buf:put("[")
     for i = 1, n do
         if i > 1 then buf:put(",") end
-        put_value(t[i], depth)
+        put_value(rawget(t, i), depth)
     end
     buf:put("]")
 end
@@ -217,7 +231,7 @@ local function nesting_error(depth)
     error(str_format("Cannot serialise, excessive nesting (%d)", depth), 0)
 end
 
-local function enter(depth)
+local function enter_table(depth)
     if depth > config.max_depth then
         nesting_error(depth)
     end
@@ -225,7 +239,7 @@ local function enter(depth)
 end
 
 local function put_table(t, depth)
-    enter(depth)
+    enter_table(depth)
     local mt = getmetatable(t)
     if mt == array_mt then
         return put_array(t, #t, depth)
@@ -269,10 +283,10 @@ local function copy(base, from, to)
     pending_base, pending_from, pending_to = base, from, to
 end
 
--- The byte span of the value at cursor in st's document.
-local function span(st, base, cursor)
-    C.qjson_raw(st.doc.ptr, cursor, nil, 0, value)
-    local v = value[0]
+-- The byte span of the value at cursor in the document ptr.
+local function span(ptr, base, cursor)
+    C.qjson_raw(ptr, cursor, nil, 0, reader)
+    local v = reader.value
     local start = v.str - base
     return start, start + v.len
 end
@@ -282,19 +296,19 @@ local function is_dirty_proxy(v)
     return st ~= nil and st.dirty
 end
 
-local function put_object_splice(st, base, depth)
-    local from, to = span(st, base, st.cur)
-    local entries = source_members(st, true)
+local function put_object_splice(st, ptr, base, depth)
+    local from, to = span(ptr, base, st.cur)
+    local entries = source_members(st, ptr, true, reader)
     local cache, set = st.cache, st.set or {}
     -- Per member: decoded key and spans, and the last occurrence of each key.
     local keys, key_starts, value_starts, value_ends, last = {}, {}, {}, {}, {}
     for i = 1, #entries do
-        C.qjson_member(st.doc.ptr, entries[i], key_cell, value)
-        local kc = key_cell[0]
+        C.qjson_member(ptr, entries[i], reader)
+        local kc = reader.key
         local key = ffi_string(kc.str, kc.len)
         keys[i] = key
         key_starts[i] = tonumber(kc.i64)
-        value_starts[i], value_ends[i] = span(st, base, value[0].cursor)
+        value_starts[i], value_ends[i] = span(ptr, base, reader.value.cursor)
         last[key] = i
     end
     local m = #entries
@@ -351,8 +365,8 @@ local function put_object_splice(st, base, depth)
     copy(base, m > 0 and value_ends[m] or from + 1, to)
 end
 
-local function put_array_splice(proxy, st, base, depth)
-    local from, to = span(st, base, st.cur)
+local function put_array_splice(st, ptr, base, depth)
+    local from, to = span(ptr, base, st.cur)
     local n, n0 = st.n, st.n0
     local cache = st.cache
     -- The element indices whose text changes, in order.
@@ -370,15 +384,15 @@ local function put_array_splice(proxy, st, base, depth)
     end
     table_sort(special)
     local function element_span(i)
-        C.qjson_get_index(st.doc.ptr, st.cur, i - 1, value)
-        return span(st, base, value[0].cursor)
+        C.qjson_get_index(ptr, st.cur, i - 1, reader)
+        return span(ptr, base, reader.value.cursor)
     end
     local at = from
     for _, i in ipairs(special) do
         local vs, ve = element_span(i)
         copy(base, at, vs)
         flush()
-        local v = proxy[i]
+        local v = proxy_get(st, i, reader)
         if v == nil then v = null end
         put_value(v, depth)
         at = ve
@@ -399,26 +413,27 @@ local function put_array_splice(proxy, st, base, depth)
     for i = n0 + 1, n do
         flush()
         if i > 1 then buf:put(",") end
-        local v = proxy[i]
+        local v = proxy_get(st, i, reader)
         if v == nil then v = null end
         put_value(v, depth)
     end
     copy(base, source_end, to)
 end
 
-local function put_proxy(v, st, depth)
-    enter(depth)
+local function put_proxy(st, depth)
+    enter_table(depth)
+    local ptr = live_ptr(st)
     local base = ffi_cast("const char *", st.doc.src)
     if not st.dirty then
-        local from, to = span(st, base, st.cur)
+        local from, to = span(ptr, base, st.cur)
         copy(base, from, to)
         flush()
         return
     end
     if st.kind == C.QJSON_TYPE_OBJECT then
-        put_object_splice(st, base, depth)
+        put_object_splice(st, ptr, base, depth)
     else
-        put_array_splice(v, st, base, depth)
+        put_array_splice(st, ptr, base, depth)
     end
     flush()
 end
@@ -434,7 +449,7 @@ function put_value(v, depth)
     elseif t == "table" then
         local st = state_of(v)
         if st then
-            put_proxy(v, st, depth + 1)
+            put_proxy(st, depth + 1)
         else
             put_table(v, depth + 1)
         end
@@ -456,7 +471,7 @@ local function put_top(v)
     local st = state_of(v)
     if st and st.cur == 0 then
         local base = ffi_cast("const char *", st.doc.src)
-        local from, to = span(st, base, 0)
+        local from, to = span(live_ptr(st), base, 0)
         copy(base, 0, from)
         flush()
         put_value(v, 0)
@@ -467,27 +482,52 @@ local function put_top(v)
     put_value(v, 0)
 end
 
+-- Encodes v in reader R's section; returns the text, or nil and the
+-- error.
+local function encode_with(v, R)
+    buf:reset()
+    pending_base, pending_from, pending_to = nil, 0, 0
+    deepest = 0
+    reader = R
+    local ok, err = pcall(put_top, v)
+    flush()
+    pending_base = nil
+    reader = nil
+    if not ok then
+        buf:reset()
+        if type(err) == "string" and str_find(err, "stack overflow", 1, true) then
+            err = str_format("Cannot serialise, excessive nesting (%d)", deepest)
+        end
+        return nil, err
+    end
+    local out = buf:tostring()
+    buf:reset()
+    return out
+end
+
 function _M.encode(v)
     local st = state_of(v)
     if st and not st.dirty and st.cur == 0 then
         -- An untouched whole document is its own text.
         return st.doc.src
     end
-    buf:reset()
-    pending_base, pending_from, pending_to = nil, 0, 0
-    deepest = 0
-    local ok, err = pcall(put_top, v)
-    flush()
-    pending_base = nil
-    if not ok then
-        buf:reset()
-        if type(err) == "string" and str_find(err, "stack overflow", 1, true) then
-            nesting_error(deepest)
-        end
+    local R = enter()
+    local out, err
+    if R == MAIN then
+        out, err = encode_with(v, R)
+    else
+        -- Inside another encode's section, perhaps: keep its state.
+        local saved_buf, saved_reader, saved_deepest = buf, reader, deepest
+        local saved_base, saved_from, saved_to = pending_base, pending_from, pending_to
+        buf = buffer.new()
+        out, err = encode_with(v, R)
+        buf, reader, deepest = saved_buf, saved_reader, saved_deepest
+        pending_base, pending_from, pending_to = saved_base, saved_from, saved_to
+    end
+    leave(R)
+    if out == nil then
         error(err, 0)
     end
-    local out = buf:tostring()
-    buf:reset()
     return out
 end
 

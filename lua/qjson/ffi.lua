@@ -1,12 +1,14 @@
 -- The native side of qjson: the one ffi.cdef (the block between the
 -- qjson-cdef markers of include/qjson.h, checked identical by a spec), the
--- loading of libqjson, the null value, and the out-cells every module
--- shares. Out-cells are safe to share: LuaJIT runs one coroutine at a time
--- and each is read back before the next call into the library.
+-- loading of libqjson, the null value, and the readers every call leaves
+-- its results in.
 
 local ffi = require("ffi")
 
 local ffi_load = ffi.load
+local ffi_gc = ffi.gc
+local debug_getinfo = debug.getinfo
+local debug_getupvalue = debug.getupvalue
 local io_open = io.open
 local os_getenv = os.getenv
 local pcall = pcall
@@ -17,6 +19,7 @@ local gmatch = string.gmatch
 
 local cdef = [[
 typedef struct qjson_doc qjson_doc;
+typedef struct qjson_scratch qjson_scratch;
 
 enum {
     QJSON_OK = 0,
@@ -85,7 +88,7 @@ typedef struct qjson_value {
     int32_t type;            /* QJSON_TYPE_* of the value found */
     uint32_t cursor;         /* the value's cursor */
     const char *str;         /* qjson_get on a string: decoded bytes; qjson_raw: source text */
-    size_t len;              /* byte length of str; qjson_len: the count */
+    size_t len;              /* byte length of str; qjson_len and arrays: the count */
     double num;              /* qjson_get on a number: nearest double */
     int64_t i64;             /* qjson_get_i64: the value; QJSON_BAD_PATH: offset in path */
 } qjson_value;
@@ -103,6 +106,19 @@ typedef struct qjson_item {
     };
 } qjson_item;
 
+/* Where calls leave their results, and (scratch) the memory the strings
+   and lists among them point into. Results stay valid until the next call
+   given the same reader. Make readers with qjson_reader_new only. */
+typedef struct qjson_reader {
+    qjson_value value;       /* lookups: the value found */
+    qjson_value key;         /* qjson_member: the key (decoded; i64 is its byte offset) */
+    const uint32_t *keys;    /* qjson_members: key entries */
+    const qjson_item *items; /* qjson_tape: the items */
+    size_t count;            /* how many keys or items; qjson_escape: bytes consumed */
+    qjson_error error;       /* qjson_parse: why the text was rejected */
+    qjson_scratch *scratch;  /* owned by the reader */
+} qjson_reader;
+
 /* Library version, e.g. "0.1.0". */
 const char *qjson_version(void);
 
@@ -110,74 +126,79 @@ const char *qjson_version(void);
    QJSON_KERNEL environment variable names one this build or CPU lacks. */
 const char *qjson_kernel(void);
 
-/* Parses and fully validates json[0..len). Returns NULL and fills *error
-   (which may be NULL) on invalid JSON or bad options. options may be NULL. */
+/* A new reader (NULL when memory ran out), and its release. */
+qjson_reader *qjson_reader_new(void);
+void qjson_reader_free(qjson_reader *reader);
+
+/* Parses and fully validates json[0..len). Returns NULL on invalid JSON or
+   bad options, with the reason in reader->error (reader may be NULL).
+   options may be NULL. */
 qjson_doc *qjson_parse(const char *json, size_t len, const qjson_options *options,
-                       qjson_error *error);
+                       qjson_reader *reader);
 
 /* Releases a document. NULL is ignored. */
 void qjson_free(qjson_doc *doc);
 
-/* Bytes of native heap the document holds (its index and scratch buffers),
-   which a garbage collector cannot see; 0 for NULL. */
+/* Bytes of native heap the document holds (its index, lookup tables and
+   scratch), which a garbage collector cannot see; 0 for NULL. */
 size_t qjson_memory(const qjson_doc *doc);
 
-/* Finds the value at path: sets out->type and out->cursor. */
+/* The lookups below leave what they found in reader->value. */
+
+/* Finds the value at path: sets value.type and value.cursor. */
 int qjson_find(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
-               qjson_value *out);
+               qjson_reader *reader);
 
 /* Like qjson_find, and for a string also sets str/len to its decoded bytes,
-   for a number num to its nearest double (+-inf beyond the double range). */
+   for a number num to its nearest double (+-inf beyond the double range),
+   for an array len to its element count. */
 int qjson_get(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
-              qjson_value *out);
+              qjson_reader *reader);
 
-/* The number at path as an exact int64 in out->i64: any integral spelling
+/* The number at path as an exact int64 in value.i64: any integral spelling
    (12, 1.0, 2.5e1); QJSON_NOT_INTEGER or QJSON_OUT_OF_RANGE otherwise. */
 int qjson_get_i64(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
-                  qjson_value *out);
+                  qjson_reader *reader);
 
-/* Elements of an array or distinct keys of an object, in out->len. */
+/* Elements of an array or distinct keys of an object, in value.len. */
 int qjson_len(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
-              qjson_value *out);
+              qjson_reader *reader);
 
-/* The exact source text of the value at path, in out->str and out->len. */
+/* The exact source text of the value at path, in value.str and value.len. */
 int qjson_raw(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
-              qjson_value *out);
+              qjson_reader *reader);
 
 /* Reads member key[0..key_len) (decoded bytes, no path syntax) of the
    object at cursor, like qjson_get. QJSON_NOT_FOUND if the value is not an
    object or has no such key; the duplicate-key policy picks the member. */
 int qjson_get_key(qjson_doc *doc, uint32_t cursor, const char *key, size_t key_len,
-                  qjson_value *out);
+                  qjson_reader *reader);
 
 /* Reads element index (0-based) of the array at cursor, like qjson_get.
    O(1) amortised in any order of reads (see src/navigate/lookup.rs). */
-int qjson_get_index(qjson_doc *doc, uint32_t cursor, size_t index, qjson_value *out);
+int qjson_get_index(qjson_doc *doc, uint32_t cursor, size_t index, qjson_reader *reader);
 
-/* The members of the object at cursor as key entries in document order:
-   all of them when every is nonzero, else those the duplicate-key policy
-   reads (the last of each repeated key). *keys points into the document
-   and is valid until the next call on it. */
-int qjson_members(qjson_doc *doc, uint32_t cursor, int every, const uint32_t **keys,
-                  size_t *count);
+/* The members of the object at cursor as key entries in document order,
+   in reader->keys and reader->count: all of them when every is nonzero,
+   else those the duplicate-key policy reads (the last of each repeated
+   key). */
+int qjson_members(qjson_doc *doc, uint32_t cursor, int every, qjson_reader *reader);
 
-/* Reads the member whose key entry came from qjson_members: key->str/len
-   is the decoded key, key->i64 the byte offset of its opening quote;
-   value is filled as by qjson_get. */
-int qjson_member(qjson_doc *doc, uint32_t key_entry, qjson_value *key, qjson_value *value);
+/* Reads the member whose key entry came from qjson_members: reader->key
+   gets the decoded key (key.i64: the byte offset of its opening quote),
+   reader->value the value as qjson_get fills it. */
+int qjson_member(qjson_doc *doc, uint32_t key_entry, qjson_reader *reader);
 
-/* The tape of the value at cursor: *items points into the document and is
-   valid until the next call on it; string bytes stay valid as long as the
-   document and the tape do. */
-int qjson_tape(qjson_doc *doc, uint32_t cursor, const qjson_item **items, size_t *count);
+/* The tape of the value at cursor, in reader->items and reader->count. */
+int qjson_tape(qjson_doc *doc, uint32_t cursor, qjson_reader *reader);
 
 /* Escapes a prefix of src[0..len) into dst[0..cap) as the contents of a
    JSON string, byte for byte as lua-cjson does (\/ only when escape_slash
    is non-zero); stops before an escape that would not fit. Returns the
-   bytes written; *consumed is the source bytes they cover. cap >= 6 makes
-   progress on any non-empty src. */
+   bytes written; reader->count is the source bytes they cover. cap >= 6
+   makes progress on any non-empty src. */
 size_t qjson_escape(const char *src, size_t len, int escape_slash, char *dst, size_t cap,
-                    size_t *consumed);
+                    qjson_reader *reader);
 
 ]]
 
@@ -282,13 +303,168 @@ local function scalar(cell)
     return nil
 end
 
+-- Readers. Every call into libqjson leaves its results in a qjson_reader,
+-- and the strings and lists among them live in that reader's memory until
+-- the next call given the same reader. Lua code reads through one reader,
+-- `main`, except code that runs in the middle of another read: a garbage
+-- collector finalizer (ffi.gc, __gc) may run at any allocation, including
+-- between a call and the reads of its results, and may call qjson itself.
+-- If it used `main` too, the interrupted read would return the
+-- finalizer's results, or copy bytes the finalizer has since freed.
+--
+-- So a read is a section: `enter()` hands out `main` and marks it busy,
+-- `leave(r)` ends the section. A section entered while `main` is busy
+-- (from a finalizer, which LuaJIT never interrupts with another) gets a
+-- reader of its own, made for it and freed when it leaves. Sections
+-- never raise before leaving, but an error from elsewhere (a finalizer
+-- that raises inside one, out of memory) can abandon one. A section that
+-- finds `main` busy therefore checks that the busy section is still on
+-- the stack (rare, so the slow check is fine) and takes `main` back if
+-- not, so an abandoned section costs one check, not a slower reader for
+-- the rest of the process.
+
+-- At lua_close (an nginx worker exiting or reloading) LuaJIT runs every
+-- cdata finalizer, then every userdata __gc, then, for up to ten rounds,
+-- the __gc of userdata made meanwhile. qjson's own cleanup (`at_close`
+-- functions: free every document, then the shared reader) is a userdata
+-- __gc, so it runs after the application's ffi.gc finalizers, which may
+-- still read documents; anything that calls qjson after it gets a reader
+-- of its own, and a document parsed then arms the cleanup again for the
+-- next round.
+local at_close = {}
+local closed = false
+local armed = false
+local newproxy = newproxy
+local function close()
+    closed = true
+    armed = false
+    for i = 1, #at_close do
+        at_close[i]()
+    end
+end
+
+-- Makes sure the cleanup runs (again) at lua_close. The guard userdata is
+-- kept by this module, so it lives until then.
+local guard
+local function arm()
+    if not armed then
+        armed = true
+        guard = newproxy(true)
+        getmetatable(guard).__gc = close
+    end
+end
+arm()
+
+local main = lib.qjson_reader_new()
+if main == nil then
+    error("qjson: cannot allocate a reader", 0)
+end
+local busy = false
+at_close[1] = function()
+    if main then
+        busy = true
+        lib.qjson_reader_free(main)
+        main = false
+    end
+end
+
+local enter
+
+-- Whether a function on the stack above the caller of `enter` is a
+-- section (a function that calls `enter` itself, i.e. holds it as an
+-- upvalue; every section's owner does).
+local function section_on_stack()
+    local level = 4 -- 1 this, 2 own_reader, 3 enter, 4 the new section
+    while true do
+        level = level + 1
+        local info = debug_getinfo(level, "f")
+        if info == nil then
+            return false
+        end
+        local fn = info.func
+        local i = 1
+        while true do
+            local name, v = debug_getupvalue(fn, i)
+            if name == nil then break end
+            if v == enter then return true end
+            i = i + 1
+        end
+    end
+end
+
+-- Sections that got a reader of their own, and abandoned sections found
+-- (for tests).
+local nested_count, abandoned_count = 0, 0
+
+local function own_reader()
+    if not closed and not section_on_stack() then
+        -- The busy section was abandoned: nothing reads through main.
+        abandoned_count = abandoned_count + 1
+        return main
+    end
+    nested_count = nested_count + 1
+    local r = lib.qjson_reader_new()
+    if r == nil then
+        error("qjson: cannot allocate a reader", 0)
+    end
+    return ffi_gc(r, lib.qjson_reader_free)
+end
+
+-- The reader for a new section: see above.
+function enter()
+    if busy then
+        -- Not a tail call: own_reader counts the frames above it.
+        local r = own_reader()
+        return r
+    end
+    busy = true
+    return main
+end
+
+-- Ends the section that `enter` gave `r` to.
+local function leave(r)
+    if r == main then
+        busy = closed
+    else
+        lib.qjson_reader_free(ffi_gc(r, nil))
+    end
+end
+
+-- Whether no section is under way, so that memory a section might be
+-- reading can be freed now.
+local function idle()
+    return not busy
+end
+
+-- Registers `fn` to run at lua_close, before the shared reader is freed.
+local function on_close(fn)
+    table.insert(at_close, #at_close, fn)
+end
+
+-- Whether qjson's cleanup at lua_close has run; `arm` is then needed for
+-- anything made afterwards to be cleaned up too.
+local function is_closed()
+    return closed
+end
+
+-- How many sections ran inside another, and how many abandoned sections
+-- were found (for tests).
+local function section_counts()
+    return nested_count, abandoned_count
+end
+
 return {
     C = lib,
     path = lib_path,
     cdef = cdef,
     null = null,
     scalar = scalar,
-    -- Shared out-cells.
-    value = ffi.new("qjson_value[1]"),
-    error = ffi.new("qjson_error[1]"),
+    enter = enter,
+    leave = leave,
+    idle = idle,
+    main = main,
+    section_counts = section_counts,
+    on_close = on_close,
+    is_closed = is_closed,
+    arm = arm,
 }

@@ -17,16 +17,20 @@ local ffi = require("ffi")
 local qffi = require("qjson.ffi")
 
 local C = qffi.C
-local value = qffi.value
+local enter = qffi.enter
+local leave = qffi.leave
 local scalar = qffi.scalar
 local null = qffi.null
 local ffi_string = ffi.string
-local ffi_new = ffi.new
 local setmetatable = setmetatable
 local getmetatable = getmetatable
 local rawget = rawget
 local type = type
 local next = next
+local error = error
+local pcall = pcall
+local ipairs = ipairs
+local tostring = tostring
 local tonumber = tonumber
 local math_floor = math.floor
 local new_tab = require("table.new")
@@ -38,6 +42,8 @@ local T_NUMBER = C.QJSON_TYPE_NUMBER
 local T_STRING = C.QJSON_TYPE_STRING
 local T_ARRAY = C.QJSON_TYPE_ARRAY
 local T_OBJECT = C.QJSON_TYPE_OBJECT
+
+local FREED = "qjson: document used after free()"
 
 local _M = {}
 
@@ -68,66 +74,83 @@ _M.DELETED = DELETED
 local empty_array_mt = { __name = "qjson.empty_array" }
 _M.empty_array_mt = empty_array_mt
 
-local key_cell = ffi_new("qjson_value[1]")
-local keys_out = ffi_new("const uint32_t *[1]")
-local count_out = ffi_new("size_t[1]")
-local items_out = ffi_new("const qjson_item *[1]")
-
 local ObjectMT, ArrayMT = {}, {}
 
-local function new_proxy(doc, cursor, kind, parent)
+-- A proxy for the container at `cursor`; `n`, for an array, is its
+-- element count.
+local function new_proxy(doc, cursor, kind, parent, n)
     local mt = kind == T_OBJECT and ObjectMT or ArrayMT
     local st = { __index = mt.__index, __newindex = mt.__newindex, __len = mt.__len,
                  __pairs = mt.__pairs, __ipairs = mt.__ipairs, [IS_PROXY] = true,
                  doc = doc, cur = cursor, kind = kind, cache = {}, dirty = false,
-                 parent = parent }
-    local proxy = setmetatable({}, st)
-    if kind == T_ARRAY then
-        C.qjson_len(doc.ptr, cursor, nil, 0, value)
-        local n = tonumber(value[0].len)
-        st.n, st.n0 = n, n
-    end
-    return proxy
+                 parent = parent, n = n, n0 = n }
+    return setmetatable({}, st)
 end
 
--- The Lua value for the qjson_value in `cell` (read right after a call).
-local function convert(st, cell)
+-- The Lua value for the qjson_value `cell` a read of `doc` just filled;
+-- a container becomes a proxy whose parent has state `parent`.
+local function convert(doc, parent, cell)
     local v = scalar(cell)
     if v == nil then
-        v = new_proxy(st.doc, cell.cursor, cell.type, st)
+        local t = cell.type
+        v = new_proxy(doc, cell.cursor, t, parent, t == T_ARRAY and tonumber(cell.len) or nil)
     end
     return v
 end
 
-function ObjectMT.__index(proxy, key)
-    local st = getmetatable(proxy)
-    local cache = st.cache
-    local v = cache[key]
-    if v ~= nil then
-        if v == DELETED then return nil end
-        return v
+-- The native document of a proxy, or nil once it was freed.
+local function doc_ptr(st)
+    return st.doc.ptr
+end
+
+-- Reads member `key` (a string) or element `i` (a number) of the proxy
+-- with state st from its source, through reader R, and caches it; nil
+-- when there is none. The caller checked the cache and holds a section.
+local function fetch(st, ptr, k, R)
+    local rc
+    if st.kind == T_OBJECT then
+        if type(k) ~= "string" then return nil end
+        rc = C.qjson_get_key(ptr, st.cur, k, #k, R)
+    else
+        if type(k) ~= "number" or k < 1 or k > st.n0 or k ~= math_floor(k) then return nil end
+        rc = C.qjson_get_index(ptr, st.cur, k - 1, R)
     end
-    if type(key) ~= "string" then return nil end
-    if C.qjson_get_key(st.doc.ptr, st.cur, key, #key, value) ~= OK then return nil end
-    v = convert(st, value[0])
-    cache[key] = v
+    if rc ~= OK then return nil end
+    local v = convert(st.doc, st, R.value)
+    st.cache[k] = v
     return v
 end
 
-function ArrayMT.__index(proxy, i)
-    local st = getmetatable(proxy)
-    local cache = st.cache
-    local v = cache[i]
+-- Member or element k of a proxy, inside reader R's section (for code
+-- that already holds one: encode, materialize).
+local function get(st, k, R)
+    local v = st.cache[k]
     if v ~= nil then
         if v == DELETED then return nil end
         return v
     end
-    if type(i) ~= "number" or i < 1 or i > st.n0 or i ~= math_floor(i) then return nil end
-    if C.qjson_get_index(st.doc.ptr, st.cur, i - 1, value) ~= OK then return nil end
-    v = convert(st, value[0])
-    cache[i] = v
+    local ptr = doc_ptr(st)
+    if not ptr then error(FREED, 0) end
+    return fetch(st, ptr, k, R)
+end
+_M.get = get
+
+local function proxy_index(proxy, k)
+    local st = getmetatable(proxy)
+    local v = st.cache[k]
+    if v ~= nil then
+        if v == DELETED then return nil end
+        return v
+    end
+    local ptr = doc_ptr(st)
+    if not ptr then error(FREED, 2) end
+    local R = enter()
+    v = fetch(st, ptr, k, R)
+    leave(R)
     return v
 end
+ObjectMT.__index = proxy_index
+ArrayMT.__index = proxy_index
 
 -- Marks st and its ancestors as holding changes.
 local function mark_dirty(st)
@@ -139,7 +162,13 @@ end
 
 -- Whether the object proxy's source has member `key`.
 local function in_source(st, key)
-    return type(key) == "string" and C.qjson_get_key(st.doc.ptr, st.cur, key, #key, value) == OK
+    if type(key) ~= "string" then return false end
+    local ptr = doc_ptr(st)
+    if not ptr then error(FREED, 3) end
+    local R = enter()
+    local found = C.qjson_get_key(ptr, st.cur, key, #key, R) == OK
+    leave(R)
+    return found
 end
 
 function ObjectMT.__newindex(proxy, key, v)
@@ -196,13 +225,22 @@ function ArrayMT.__newindex(proxy, i, v)
     mark_dirty(st)
 end
 
--- Members of the object proxy's source, as a Lua list of key entries.
-local function source_members(st, every)
-    local rc = C.qjson_members(st.doc.ptr, st.cur, every and 1 or 0, keys_out, count_out)
-    if rc ~= OK then return {} end
-    local n = tonumber(count_out[0])
+-- The native document of a proxy, raising once it was freed (for code
+-- whose sections leave on errors: encode, materialize).
+local function live_ptr(st)
+    local ptr = doc_ptr(st)
+    if not ptr then error(FREED, 0) end
+    return ptr
+end
+_M.live_ptr = live_ptr
+
+-- Members of the object proxy's source (document ptr), as a Lua list of
+-- key entries, through reader R.
+local function source_members(st, ptr, every, R)
+    if C.qjson_members(ptr, st.cur, every and 1 or 0, R) ~= OK then return {} end
+    local n = tonumber(R.count)
     local list = new_tab(n, 0)
-    local keys = keys_out[0]
+    local keys = R.keys
     for i = 1, n do
         list[i] = keys[i - 1]
     end
@@ -210,29 +248,39 @@ local function source_members(st, every)
 end
 _M.source_members = source_members
 
--- The key and value of the member at key entry `entry`, through the cache.
-local function member(st, entry)
-    C.qjson_member(st.doc.ptr, entry, key_cell, value)
-    local cell = key_cell[0]
+-- The key and value of the member at key entry `entry` of the proxy's
+-- document ptr, through the cache and reader R.
+local function member(st, ptr, entry, R)
+    C.qjson_member(ptr, entry, R)
+    local cell = R.key
     local key = ffi_string(cell.str, cell.len)
     local v = st.cache[key]
     if v == nil then
-        v = convert(st, value[0])
+        v = convert(st.doc, st, R.value)
         st.cache[key] = v
     end
     return key, v
 end
 
--- Iterates an object proxy: source members in document order (the one
--- "last wins" reads for a repeated key), then added keys in order.
-local function object_pairs(proxy)
-    local st = getmetatable(proxy)
-    local entries = source_members(st, false)
+-- Iterates the object proxy with state st: source members in document
+-- order (the one "last wins" reads for a repeated key), then added keys
+-- in order. Reads go through reader R when the caller holds a section
+-- (encode, materialize); without R, each read is a section of its own.
+local function object_iter(st, R)
+    local ptr = doc_ptr(st)
+    if not ptr then error(FREED, 3) end
+    local r = R or enter()
+    local entries = source_members(st, ptr, false, r)
+    if not R then leave(r) end
     local i, added_i = 0, 0
     return function()
         while i < #entries do
             i = i + 1
-            local key, v = member(st, entries[i])
+            ptr = doc_ptr(st)
+            if not ptr then error(FREED, 2) end
+            r = R or enter()
+            local key, v = member(st, ptr, entries[i], r)
+            if not R then leave(r) end
             if v ~= DELETED then return key, v end
         end
         local added = st.added
@@ -244,6 +292,10 @@ local function object_pairs(proxy)
         end
         return nil
     end
+end
+
+local function object_pairs(proxy)
+    return object_iter(getmetatable(proxy))
 end
 
 local function array_ipairs_step(proxy, i)
@@ -265,8 +317,12 @@ local function proxy_len(st, proxy)
     local n = st.len
     if n then return n end
     if not st.set then
-        C.qjson_len(st.doc.ptr, st.cur, nil, 0, value)
-        n = tonumber(value[0].len)
+        local ptr = doc_ptr(st)
+        if not ptr then error(FREED, 3) end
+        local R = enter()
+        C.qjson_len(ptr, st.cur, nil, 0, R)
+        n = tonumber(R.value.len)
+        leave(R)
     else
         n = 0
         for _ in object_pairs(proxy) do n = n + 1 end
@@ -392,26 +448,27 @@ local function build(items)
 end
 
 -- Plain tables for the value at cursor of the native document ptr (any
--- value type).
-function _M.tape_value(ptr, cursor)
-    C.qjson_tape(ptr, cursor, items_out, count_out)
-    return build(items_out[0])
+-- value type), through reader R.
+local function tape_value(ptr, cursor, R)
+    C.qjson_tape(ptr, cursor, R)
+    return build(R.items)
 end
+_M.tape_value = tape_value
 
--- One level of materialize: a copy of v's own entries (children not yet
--- converted) and true, or, for a scalar or an unchanged proxy, the
--- finished value.
-local function materialize_level(v)
+-- One level of materialize, through reader R: a copy of v's own entries
+-- (children not yet converted) and true, or, for a scalar or an
+-- unchanged proxy, the finished value.
+local function materialize_level(v, R)
     local st = state_of(v)
     if st then
         if not st.dirty then
-            return _M.tape_value(st.doc.ptr, st.cur)
+            return tape_value(live_ptr(st), st.cur, R)
         end
         if st.kind == T_ARRAY then
             local n = st.n
             local out = new_tab(n, 0)
             for i = 1, n do
-                local e = v[i]
+                local e = get(st, i, R)
                 if e == nil then e = null end
                 out[i] = e
             end
@@ -419,7 +476,7 @@ local function materialize_level(v)
             return out, true
         end
         local out = {}
-        for k, e in object_pairs(v) do
+        for k, e in object_iter(st, R) do
             out[k] = e
         end
         return out, true
@@ -432,15 +489,13 @@ local function materialize_level(v)
     return setmetatable(out, getmetatable(v)), true
 end
 
--- Deep-converts v to plain Lua tables: what cjson.decode gives for the
--- same text (plus empty_array_mt on empty arrays), with any changes made
--- through proxies applied. Depth-first over an explicit stack rather than
--- by recursion, so a tree of any depth converts (a document parsed with a
--- large max_depth, then changed deep down); the tables on the current
--- path are tracked, so one that contains itself raises instead of
--- looping.
-local function materialize(v)
-    local root, open = materialize_level(v)
+-- Deep-converts v to plain Lua tables through reader R. Depth-first over
+-- an explicit stack rather than by recursion, so a tree of any depth
+-- converts (a document parsed with a large max_depth, then changed deep
+-- down); the tables on the current path are tracked, so one that
+-- contains itself raises instead of looping.
+local function materialize_tree(v, R)
+    local root, open = materialize_level(v, R)
     if not open then return root end
     local outs, keys, sources, on_path = { root }, {}, { v }, { [v] = true }
     local depth = 1
@@ -454,9 +509,9 @@ local function materialize(v)
             keys[depth] = k
             if type(e) == "table" then
                 if on_path[e] then
-                    error("qjson: cannot materialize a table that contains itself", 2)
+                    error("qjson: cannot materialize a table that contains itself", 0)
                 end
-                local converted, children = materialize_level(e)
+                local converted, children = materialize_level(e, R)
                 out[k] = converted
                 if children then
                     depth = depth + 1
@@ -468,17 +523,27 @@ local function materialize(v)
     end
     return root
 end
-_M.materialize = materialize
+
+-- qjson.materialize(v): what cjson.decode gives for the same text (plus
+-- empty_array_mt on empty arrays), with any changes made through proxies
+-- applied. One section for the whole tree.
+function _M.materialize(v)
+    local R = enter()
+    local ok, out = pcall(materialize_tree, v, R)
+    leave(R)
+    if not ok then
+        error(out, 2)
+    end
+    return out
+end
 
 -- The proxy (or scalar) for the root of a parsed document.
 function _M.root(doc)
-    C.qjson_get(doc.ptr, 0, nil, 0, value)
-    local cell = value[0]
-    local t = cell.type
-    if t == T_OBJECT or t == T_ARRAY then
-        return new_proxy(doc, 0, t, nil)
-    end
-    return convert(nil, cell)
+    local R = enter()
+    C.qjson_get(doc.ptr, 0, nil, 0, R)
+    local v = convert(doc, nil, R.value)
+    leave(R)
+    return v
 end
 
 return _M

@@ -406,7 +406,7 @@ mod tests {
 
     /// The text of a string value.
     fn text(d: &mut Document<'_>, at: u32) -> String {
-        String::from_utf8(d.string(at).to_vec()).unwrap()
+        String::from_utf8(d.string(at, &mut Vec::new()).to_vec()).unwrap()
     }
 
     /// Every read pattern of issue 12's table, as a function of n that
@@ -495,12 +495,12 @@ mod tests {
     /// Iterates the object the way `qjson.pairs` does (members, then each
     /// member's value by key), and asks its length each time round.
     fn iterate_with_len(d: &mut Document<'_>, n: usize) -> Vec<String> {
-        let keys = d.members(0, false).unwrap().to_vec();
+        let keys = d.members(0, false, &mut Vec::new()).unwrap().to_vec();
         assert_eq!(keys.len(), n);
         keys.into_iter()
             .map(|k| {
                 assert_eq!(d.len(0), Some(n));
-                let key = d.key(k).to_vec();
+                let key = d.string(k, &mut Vec::new()).to_vec();
                 let at = d.member(0, &key).unwrap();
                 String::from_utf8(d.raw(at).to_vec()).unwrap()
             })
@@ -615,15 +615,18 @@ mod tests {
             assert_eq!(d.member(0, b"k40"), None);
             assert_eq!(d.member(0, b"k"), None);
         }
-        let kept = d.members(0, false).unwrap().to_vec();
+        let kept = d.members(0, false, &mut Vec::new()).unwrap().to_vec();
         assert_eq!(kept.len(), 40);
-        let kept_keys: Vec<Vec<u8>> = kept.iter().map(|&k| d.key(k).to_vec()).collect();
+        let kept_keys: Vec<Vec<u8>> = kept
+            .iter()
+            .map(|&k| d.string(k, &mut Vec::new()).to_vec())
+            .collect();
         let want: Vec<Vec<u8>> = (20..40)
             .chain(0..20)
             .map(|i| format!("k{i}").into_bytes())
             .collect();
         assert_eq!(kept_keys, want);
-        assert_eq!(d.members(0, true).unwrap().len(), 60);
+        assert_eq!(d.members(0, true, &mut Vec::new()).unwrap().len(), 60);
         // Escaped spellings are the same keys.
         let text = wide(
             &(0..30)
@@ -648,7 +651,7 @@ mod tests {
         };
         let mut d = Document::parse(&text, &opts).unwrap();
         assert_eq!(d.len(0), Some(50));
-        assert_eq!(d.members(0, false).unwrap().len(), 50);
+        assert_eq!(d.members(0, false, &mut Vec::new()).unwrap().len(), 50);
         for _ in 0..WALKS + 2 {
             assert_eq!(d.member(0, b"k49").map(|at| d.raw(at)), Some(&b"49"[..]));
         }
@@ -758,7 +761,10 @@ mod tests {
         let empty_obj = d.element(0, 1).unwrap();
         assert_eq!(d.len(empty_obj), Some(0));
         assert_eq!(d.member(empty_obj, b"a"), None);
-        assert_eq!(d.members(empty_obj, false).unwrap().len(), 0);
+        assert_eq!(
+            d.members(empty_obj, false, &mut Vec::new()).unwrap().len(),
+            0
+        );
         let empty_arr = d.element(0, 2).unwrap();
         assert_eq!(d.element(empty_arr, 0), None);
     }

@@ -122,8 +122,14 @@ impl<'a> Tree<'a> {
     /// The bytes between the quotes of the string at `e`, undecoded.
     #[inline]
     pub fn string_body(&self, e: u32) -> &'a [u8] {
+        &self.src[self.string_span(e)]
+    }
+
+    /// Where the bytes between the quotes of the string at `e` are.
+    #[inline]
+    pub fn string_span(&self, e: u32) -> Range<usize> {
         let e = e as usize;
-        &self.src[self.positions[e] as usize + 1..self.positions[e + 1] as usize]
+        self.positions[e] as usize + 1..self.positions[e + 1] as usize
     }
 
     /// Whether the string at `e` contains escapes (must be decoded).

@@ -1,0 +1,244 @@
+-- qjson called in the middle of another qjson call. LuaJIT may run a
+-- garbage-collector finalizer (ffi.gc, __gc) at any allocation, including
+-- between a native call and the reads of its results, and the finalizer
+-- may read, decode, encode and free documents (other ones, or the one
+-- being read). Every interrupted call must still return its own result,
+-- and nothing may touch freed memory (tools/memcheck.sh runs this spec
+-- under valgrind in make test).
+--
+-- Two drivers: real finalizers under a collector told to step often (what
+-- happens in production, at allocation points only, so coverage depends
+-- on timing), and a count hook that re-enters qjson after every VM
+-- instruction while a call is under way (every point, deterministically).
+
+local ffi = require("ffi")
+local qjson = require("qjson")
+local qffi = require("qjson.ffi")
+local sse = require("qjson.sse")
+
+local MEMCHECK = os.getenv("QJSON_MEMCHECK") ~= nil
+local ROUNDS = MEMCHECK and 100 or 1000
+
+-- A document whose string needs decoding (so the result lives in a
+-- reader's memory, not in the text) and, outside valgrind, is long enough
+-- to be given its own mapping by malloc, so that reading it after it was
+-- freed would crash.
+local BIG_LEN = MEMCHECK and 3000 or 150000
+local BIG = '{"x":"' .. string.rep("o", BIG_LEN) .. '\\n"}'
+local SMALL = '{"list":[1,2,3],"k":{"a":"\\u00e9","b":[{"c":"\\t"}]}}'
+local MAIN = '{"a":"main value \\u00e9","n":42,"list":[{"b":"first\\t"},{"b":"second\\t"}],'
+             .. '"obj":{"p":1,"q":"\\u0051","r":[true,false,null]}}'
+
+-- What the interrupting code does: a mix of everything, on other
+-- documents and on `shared` (the document the interrupted code reads,
+-- when it has one).
+local shared
+local function reenter()
+    local d = qjson.parse(BIG)
+    assert(#d:get_str("x") == BIG_LEN + 1)
+    d:free()
+    local t = qjson.decode(SMALL)
+    assert(t.k.a == "\195\169" and t.list[3] == 3 and t.k.b[1].c == "\t")
+    for k in qjson.pairs(t.k) do assert(k == "a" or k == "b") end
+    t.list[1] = "changed"
+    assert(qjson.encode(t) == '{"list":["changed",2,3],"k":{"a":"\\u00e9","b":[{"c":"\\t"}]}}')
+    assert(qjson.decode(SMALL, { lazy = false }).list[2] == 2)
+    if shared then
+        assert(shared:get_str("list[1].b") == "second\t")
+    end
+end
+
+-- Sections that ran inside another so far.
+local function nested_count()
+    return (qffi.section_counts())
+end
+
+-- Runs fn with the JIT off (LuaJIT runs neither finalizers nor hooks on a
+-- trace, so interpreted code is where calls get interrupted), then
+-- restores it; raises what fn raised.
+local function interpreted(fn)
+    local was_on = jit.status()
+    jit.off()
+    local ok, result = pcall(fn)
+    if was_on then jit.on() end
+    assert(ok, result)
+    return result
+end
+
+-- Runs `round` ROUNDS times, each after dropping cdata whose finalizers
+-- call qjson, with the collector stepping often; returns how many rounds
+-- went wrong.
+local function with_finalizers(round)
+    local pause = collectgarbage("setpause", 50)
+    local stepmul = collectgarbage("setstepmul", 400)
+    local wrong = interpreted(function()
+        local wrong = 0
+        for _ = 1, ROUNDS do
+            ffi.gc(ffi.new("char[64]"), reenter)
+            if not round() then
+                wrong = wrong + 1
+            end
+        end
+        return wrong
+    end)
+    collectgarbage("setpause", pause)
+    collectgarbage("setstepmul", stepmul)
+    collectgarbage()
+    return wrong
+end
+
+-- Re-enters qjson when a call is under way (its native results not yet
+-- all read). Outside calls, a hook could also land between two
+-- instructions of the document bookkeeping, where no finalizer can run
+-- (nothing allocates there); the finalizer driver covers that code.
+local function reenter_in_call()
+    if not qffi.idle() then
+        reenter()
+    end
+end
+
+-- Runs `round` once with qjson re-entered after each VM instruction of
+-- every call; returns whether it went right and how many calls ran inside
+-- another.
+local function at_every_instruction(round)
+    local before = nested_count()
+    local right = interpreted(function()
+        debug.sethook(reenter_in_call, "", 1)
+        local ok, result = pcall(round)
+        debug.sethook()
+        assert(ok, result)
+        return result
+    end)
+    return right, nested_count() - before
+end
+
+-- The interrupted operations: each returns whether it got its own result.
+local ROUNDS_OF = {
+    getters = function()
+        local d = shared
+        return d:get_str("a") == "main value \195\169" and d:get_i64("n") == 42
+            and d:get("list[0].b") == "first\t" and d:len("obj") == 3
+            and d:raw("obj.q") == '"\\u0051"' and d:typeof("obj.r") == "array"
+            and d:open("list[1]"):get_str("b") == "second\t"
+    end,
+    proxies = function()
+        local t = qjson.decode(MAIN)
+        return t.a == "main value \195\169" and t.list[2].b == "second\t"
+            and t.obj.q == "Q" and qjson.len(t.obj) == 3 and t.obj.r[3] == qjson.null
+    end,
+    iteration = function()
+        local t = qjson.decode(MAIN)
+        local keys = {}
+        for k, v in qjson.pairs(t.obj) do keys[#keys + 1] = k .. "=" .. tostring(v) end
+        local bs = {}
+        for i, e in qjson.ipairs(t.list) do bs[i] = e.b end
+        return table.concat(keys, ",") == "p=1,q=Q,r=" .. tostring(t.obj.r)
+            and bs[1] == "first\t" and bs[2] == "second\t"
+    end,
+    encode = function()
+        local t = qjson.decode(MAIN)
+        t.n = 7
+        t.z = { "/" }
+        return qjson.encode(t) == '{"a":"main value \\u00e9","n":7,"list":[{"b":"first\\t"},'
+                                  .. '{"b":"second\\t"}],"obj":{"p":1,"q":"\\u0051","r":'
+                                  .. '[true,false,null]},"z":["\\/"]}'
+            and qjson.encode({ a = { 1, 2, "three\n" } }) == '{"a":[1,2,"three\\n"]}'
+    end,
+    eager = function()
+        local eager = qjson.decode(MAIN, { lazy = false })
+        local t = qjson.decode(MAIN)
+        t.list[1].b = "x"
+        local m = qjson.materialize(t)
+        return eager.list[2].b == "second\t" and eager.obj.q == "Q"
+            and m.list[1].b == "x" and m.obj.r[2] == false
+    end,
+    sse = function()
+        local stream = 'data: {"choices":[{"delta":{"content":"h\\u00e9llo"}}]}\n\n'
+                       .. 'data: {"usage":{"total_tokens":12}}\n\ndata: [DONE]\n\n'
+        local r = sse.new()
+        local got = {}
+        for i = 1, #stream, 16 do
+            for _, ev in ipairs(r:feed(stream:sub(i, i + 15))) do
+                local doc = ev:parse()
+                if doc then
+                    got[#got + 1] = doc:get_str("choices[0].delta.content")
+                                    or tostring(doc:get_f64("usage.total_tokens"))
+                end
+            end
+        end
+        return got[1] == "h\195\169llo" and got[2] == "12"
+    end,
+}
+local NAMES = { "getters", "proxies", "iteration", "encode", "eager", "sse" }
+
+describe("qjson re-entered during a call", function()
+    before_each(function()
+        shared = qjson.parse(MAIN)
+    end)
+    after_each(function()
+        shared = nil
+    end)
+
+    for _, name in ipairs(NAMES) do
+        it("from finalizers: " .. name .. " keep their results", function()
+            assert.equal(0, with_finalizers(ROUNDS_OF[name]))
+        end)
+    end
+
+    for _, name in ipairs(NAMES) do
+        it("at every instruction: " .. name .. " keep their results", function()
+            local right, nested = at_every_instruction(ROUNDS_OF[name])
+            assert.is_true(right)
+            assert.is_true(nested > 0, "nothing ran inside a call: the test proves nothing")
+        end)
+    end
+
+    it("frees a document freed while it is being read only after the read", function()
+        local victims = {}
+        local function free_victims()
+            for i = #victims, 1, -1 do
+                victims[i]:free()
+                victims[i] = nil
+            end
+        end
+        local function free_victims_in_call()
+            if not qffi.idle() then free_victims() end
+        end
+        local wrong = interpreted(function()
+            local wrong = 0
+            for _ = 1, MEMCHECK and 20 or 100 do
+                local d = qjson.parse(BIG)
+                victims[#victims + 1] = d
+                debug.sethook(free_victims_in_call, "", 1)
+                local ok, s = pcall(d.get_str, d, "x")
+                debug.sethook()
+                -- The read either finished or raised "used after free()".
+                if ok and #s ~= BIG_LEN + 1 then wrong = wrong + 1 end
+            end
+            return wrong
+        end)
+        free_victims()
+        assert.equal(0, wrong)
+    end)
+
+    it("takes the shared reader back after a call abandoned by an error", function()
+        -- A finalizer that raises (LuaJIT 2.1-20230119 passes its error
+        -- on) or running out of memory abandons a call mid-way; the next
+        -- call must find that out and not go on paying for readers of its
+        -- own.
+        local d = qjson.parse(MAIN)
+        local enter = qffi.enter
+        local ok = pcall(function()
+            enter()
+            error("abandoned")
+        end)
+        assert.is_false(ok)
+        local nested_before, abandoned_before = qffi.section_counts()
+        for _ = 1, 100 do
+            assert.equal("main value \195\169", d:get_str("a"))
+        end
+        local nested_after, abandoned_after = qffi.section_counts()
+        assert.equal(nested_before, nested_after)
+        assert.equal(abandoned_before + 1, abandoned_after)
+    end)
+end)
