@@ -56,6 +56,7 @@ sanitize: deps
 .PHONY: soak
 soak: deps build
 	luajit tools/soak.lua memory
+	luajit tools/soak.lua burst
 	luajit tools/soak.lua truncations
 	tools/memcheck.sh
 

@@ -309,20 +309,18 @@ pub mod pool {
     use super::Document;
     use std::sync::Mutex;
 
-    /// Documents of any size always parked, up to this many.
-    const MAX_PARKED: usize = 8;
-    /// Beyond those, documents are parked while the pool holds at most
-    /// this many bytes and documents. Lua frees the documents it drops in
-    /// sweeps after a collection, so a loop over small texts hands back a
-    /// collection cycle's worth (a thousand or more) at once and takes them
-    /// again right after; parking them saves regrowing every vector on the
-    /// next parse.
+    /// The pool holds at most this many bytes of document memory. Lua
+    /// frees the documents it drops in sweeps after a collection, so a
+    /// loop over small texts hands back a collection cycle's worth (a
+    /// thousand or more) at once and takes them again right after;
+    /// parking them saves regrowing every vector on the next parse.
     const MAX_PARKED_BYTES: usize = 8 << 20;
     const MAX_PARKED_DOCUMENTS: usize = 4096;
-    /// Index vectors above this many entries are shrunk before parking
-    /// (1 Mi entries, 4 MiB each): one pathological document must not pin
-    /// its memory for the life of the process.
-    const MAX_RETAINED_ENTRIES: usize = 1 << 20;
+    /// A document holding more than this is freed, not parked: a burst of
+    /// large bodies must not leave its memory behind for the life of the
+    /// process (an nginx worker's), and regrowing buffers costs little
+    /// next to reading a text that size.
+    const MAX_DOCUMENT_BYTES: usize = 2 << 20;
 
     struct Parked {
         #[allow(
@@ -349,19 +347,20 @@ pub mod pool {
         parked.unwrap_or_default()
     }
 
-    /// Parks `doc` for reuse (or drops it when the pool is full).
+    /// Parks `doc` for reuse, or drops it when it is large or the pool is
+    /// full.
     pub fn give_back(mut doc: Box<Document<'static>>) {
         doc.unload();
-        doc.index.trim(MAX_RETAINED_ENTRIES);
         let bytes = doc.retained_bytes();
-        if let Ok(mut parked) = PARKED.lock() {
-            let count = parked.documents.len();
-            if count < MAX_PARKED
-                || (count < MAX_PARKED_DOCUMENTS && parked.bytes + bytes <= MAX_PARKED_BYTES)
-            {
-                parked.bytes += bytes;
-                parked.documents.push(doc);
-            }
+        if bytes > MAX_DOCUMENT_BYTES {
+            return;
+        }
+        if let Ok(mut parked) = PARKED.lock()
+            && parked.documents.len() < MAX_PARKED_DOCUMENTS
+            && parked.bytes + bytes <= MAX_PARKED_BYTES
+        {
+            parked.bytes += bytes;
+            parked.documents.push(doc);
         }
     }
 
@@ -386,10 +385,31 @@ pub mod pool {
             let parked = PARKED.lock().unwrap();
             // Other tests share the pool; the bounds hold whatever they do.
             assert!(parked.documents.len() <= MAX_PARKED_DOCUMENTS);
-            assert!(parked.documents.len() >= MAX_PARKED);
-            assert!(parked.documents.len() <= MAX_PARKED || parked.bytes <= MAX_PARKED_BYTES);
+            assert!(parked.documents.len() >= 1000);
+            assert!(parked.bytes <= MAX_PARKED_BYTES);
             let sum: usize = parked.documents.iter().map(|d| d.retained_bytes()).sum();
             assert_eq!(sum, parked.bytes);
+        }
+
+        #[test]
+        fn frees_documents_that_hold_much_memory() {
+            // 1 M elements: 8 MB of index and a 4 MB element table. (Pooled
+            // documents borrow 'static texts, as the FFI promises.)
+            let text: &'static str = String::leak(format!("[{}0]", "0,".repeat(1 << 20)));
+            let mut doc = take();
+            doc.load(text.as_bytes(), &Options::default()).unwrap();
+            doc.element(0, 1 << 19).unwrap();
+            assert!(doc.retained_bytes() > MAX_DOCUMENT_BYTES);
+            let before = PARKED.lock().unwrap().bytes;
+            give_back(doc);
+            let parked = PARKED.lock().unwrap();
+            assert!(parked.bytes <= before.max(MAX_PARKED_BYTES - MAX_DOCUMENT_BYTES));
+            assert!(
+                parked
+                    .documents
+                    .iter()
+                    .all(|d| d.retained_bytes() <= MAX_DOCUMENT_BYTES)
+            );
         }
     }
 }

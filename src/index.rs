@@ -58,17 +58,6 @@ impl Index {
     pub fn retained_bytes(&self) -> usize {
         4 * (self.positions.capacity() + self.escapes.capacity() + self.links.capacity())
     }
-
-    /// Releases capacity beyond `max_entries` per vector, so one huge
-    /// document does not pin its buffers in the pool forever.
-    pub fn trim(&mut self, max_entries: usize) {
-        for v in [&mut self.positions, &mut self.escapes, &mut self.links] {
-            if v.capacity() > max_entries {
-                v.clear();
-                v.shrink_to(max_entries);
-            }
-        }
-    }
 }
 
 /// Appends `base + i` for every set bit `i` of `bits`, lowest first.
@@ -115,13 +104,11 @@ mod tests {
     }
 
     #[test]
-    fn clear_keeps_and_trim_releases_capacity() {
+    fn clear_keeps_capacity() {
         let mut ix = Index::default();
         ix.positions.extend(0..10_000);
         let cap = ix.positions.capacity();
         ix.clear();
         assert_eq!(ix.positions.capacity(), cap);
-        ix.trim(1000);
-        assert!(ix.positions.capacity() <= 1000);
     }
 }

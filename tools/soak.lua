@@ -8,6 +8,12 @@
 --       fails if it ever exceeds the RSS after warm-up by more than
 --       `bound_mb` (default 64): memory must stay flat, not grow with the
 --       number of documents.
+--   luajit tools/soak.lua burst [mb] [bound_mb]
+--       Eight `mb` MB bodies (default 25) alive at once, each read at its
+--       end (so lookup tables are built), then dropped and collected, then
+--       10 000 small documents; fails if VmRSS does not come back within
+--       `bound_mb` (default 16) of what it was before the burst: a burst of
+--       large bodies must not leave its memory with the worker.
 --   luajit tools/soak.lua truncations [file.json...]
 --       Every single-byte truncation of twitter, citm_catalog and canada
 --       (or of the corpus files named)
@@ -96,8 +102,45 @@ local function memory(documents, bound_mb)
     return not failed
 end
 
+local function burst(mb, bound_mb)
+    collectgarbage()
+    qjson.parse("[]")
+    local before = rss()
+    local n = math.floor(mb * 1e6 / 60)
+    local parts = {}
+    for i = 1, n do
+        parts[i] = '{"role":"user","content":"message number ' .. i .. '","n":[1,2,3]}'
+    end
+    local body = '{"messages":[' .. table.concat(parts, ",") .. ']}'
+    parts = nil -- luacheck: ignore 311
+    local docs, native = {}, 0
+    for i = 1, 8 do
+        -- Eight distinct strings, as eight requests would be.
+        docs[i] = qjson.parse(body .. string.rep(" ", i))
+        assert(docs[i]:get_f64("messages[" .. (n - 1) .. "].n[2]") == 3)
+        native = native + tonumber(C.qjson_memory(docs[i]._doc.ptr))
+    end
+    local peak = rss()
+    docs, body = nil, nil -- luacheck: ignore 311
+    collectgarbage()
+    collectgarbage()
+    for i = 1, 10000 do
+        assert(qjson.parse('{"model":"m","i":' .. i .. '}'):get_f64("i") == i)
+    end
+    collectgarbage()
+    qjson.parse("[]") -- the first parse after a cycle sweeps
+    local after = rss()
+    local ok = after - before <= bound_mb
+    print(("burst of 8 x %.0f MB: VmRSS %.0f MB before, %.0f MB with them alive (native %.0f MB),"
+           .. " %.0f MB after them and 10 000 small documents%s"):format(
+        mb, before, peak, native / 1e6, after,
+        ok and "" or ("  FAILED: more than " .. bound_mb .. " MB above before")))
+    return ok
+end
+
 local function truncations(names)
-    local err = ffi.new("qjson_error")
+    local reader = ffi.gc(C.qjson_reader_new(), C.qjson_reader_free)
+    local err = reader.error
     local ok = true
     if #names == 0 then
         names = { "twitter.json", "citm_catalog.json", "canada.json" }
@@ -108,7 +151,7 @@ local function truncations(names)
         local t0 = os.clock()
         local accepted = 0
         for len = 0, n - 1 do
-            local d = C.qjson_parse(text, len, nil, err)
+            local d = C.qjson_parse(text, len, nil, reader)
             if d ~= nil then
                 C.qjson_free(d)
                 accepted = accepted + 1
@@ -141,11 +184,13 @@ local mode = arg[1]
 local passed
 if mode == "memory" then
     passed = memory(tonumber(arg[2]) or 100000, tonumber(arg[3]) or 64)
+elseif mode == "burst" then
+    passed = burst(tonumber(arg[2]) or 25, tonumber(arg[3]) or 16)
 elseif mode == "truncations" then
     passed = truncations({ select(2, unpack(arg)) })
 else
     io.stderr:write("usage: luajit tools/soak.lua memory [documents] [bound_mb]"
-        .. " | truncations [file.json...]\n")
+        .. " | burst [mb] [bound_mb] | truncations [file.json...]\n")
     os.exit(2)
 end
 print(passed and "soak: ok" or "soak: FAILED")
