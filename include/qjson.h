@@ -139,7 +139,8 @@ typedef struct qjson_reader {
     qjson_value key;         /* qjson_member: the key (decoded; i64 is its byte offset) */
     const uint32_t *keys;    /* qjson_members: key entries */
     const qjson_item *items; /* qjson_tape: the items */
-    size_t count;            /* how many keys or items; qjson_escape: bytes consumed */
+    size_t count;            /* how many keys or items; qjson_escape: bytes consumed;
+                                qjson_parse: bytes the document allocated anew */
     qjson_error error;       /* qjson_parse: why the text was rejected */
     qjson_scratch *scratch;  /* owned by the reader */
 } qjson_reader;
@@ -157,7 +158,9 @@ void qjson_reader_free(qjson_reader *reader);
 
 /* Parses and fully validates json[0..len). Returns NULL on invalid JSON or
    bad options, with the reason in reader->error (reader may be NULL).
-   options may be NULL. */
+   options may be NULL. On success reader->count is the native memory the
+   document allocated beyond what it reused (freed documents are recycled):
+   what a garbage collector should be told about. */
 qjson_doc *qjson_parse(const char *json, size_t len, const qjson_options *options,
                        qjson_reader *reader);
 

@@ -101,8 +101,9 @@ end
 local DATA, MISUSE = 0, 2
 
 -- Parses `text` for `fname` in reader R's section (see
--- lua/qjson/ffi.lua); returns the native handle (the caller owns it), or
--- nil, the message and its level.
+-- lua/qjson/ffi.lua); returns the native handle (the caller owns it) and
+-- the bytes of native memory it allocated anew, or nil, the message and
+-- its level.
 local function parse_native(text, opts, fname, R)
     if type(text) ~= "string" then
         return nil, "bad argument #1 to '" .. fname .. "' (string expected, got "
@@ -116,19 +117,19 @@ local function parse_native(text, opts, fname, R)
     if ptr == nil then
         return nil, "qjson: " .. ffi_string(R.error.message), DATA
     end
-    return ptr
+    return ptr, tonumber(R.count)
 end
 
 -- Parses `text` for `fname`; returns the document, or nil, the message
 -- and its level.
 local function parse(text, opts, safe, fname)
     local R = enter()
-    local ptr, err, level = parse_native(text, opts, fname or "parse", R)
+    local ptr, detail, level = parse_native(text, opts, fname or "parse", R)
     leave(R)
     if not ptr then
-        return nil, err, level
+        return nil, detail, level
     end
-    return new_doc(ptr, text, safe)
+    return new_doc(ptr, text, safe, detail)
 end
 
 -- qjson.parse(text [, options]): a validated document. Raises on invalid

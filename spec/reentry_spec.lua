@@ -53,12 +53,14 @@ local function nested_count()
     return (qffi.section_counts())
 end
 
--- Runs fn with the JIT off (LuaJIT runs neither finalizers nor hooks on a
--- trace, so interpreted code is where calls get interrupted), then
--- restores it; raises what fn raised.
+-- Runs fn with the JIT off and no traces (LuaJIT runs neither finalizers
+-- nor hooks on a trace, and traces compiled earlier would still run), so
+-- that calls are interrupted wherever they can be; then turns the JIT back
+-- on; raises what fn raised.
 local function interpreted(fn)
     local was_on = jit.status()
     jit.off()
+    jit.flush()
     local ok, result = pcall(fn)
     if was_on then jit.on() end
     assert(ok, result)

@@ -35,6 +35,9 @@ pub struct Document<'a> {
     lookup: Lookup,
     /// A JSON Pointer token with `~` escapes, decoded.
     token: Vec<u8>,
+    /// Bytes the last [`Document::load`] allocated beyond what the
+    /// document already held.
+    grown: usize,
 }
 
 impl Default for Document<'_> {
@@ -53,6 +56,7 @@ impl<'a> Document<'a> {
             walk: validate::Scratch::default(),
             lookup: Lookup::default(),
             token: Vec::new(),
+            grown: 0,
         }
     }
 
@@ -67,8 +71,10 @@ impl<'a> Document<'a> {
     /// document is left empty.
     pub fn load(&mut self, src: &'a [u8], opts: &Options) -> Result<()> {
         self.unload();
+        let held = self.retained_bytes();
         let parsed = scan::scan(src, &mut self.index)
             .and_then(|()| validate::validate(src, &mut self.index, opts, &mut self.walk));
+        self.grown = self.retained_bytes().saturating_sub(held);
         if let Err(e) = parsed {
             self.index.clear();
             return Err(e);
@@ -78,9 +84,16 @@ impl<'a> Document<'a> {
         Ok(())
     }
 
+    /// Bytes the last parse allocated beyond what the document already
+    /// held (a pooled document reuses its buffers). The Lua side charges
+    /// this to its garbage collector: it is the native memory that a
+    /// dropped document pins and the collector cannot see.
+    pub fn grown_bytes(&self) -> usize {
+        self.grown
+    }
+
     /// Bytes of native heap this document holds: the index, the lookup
-    /// tables and the validation scratch. The Lua side paces its garbage
-    /// collector with it, since the collector cannot see this memory.
+    /// tables and the validation scratch.
     pub fn retained_bytes(&self) -> usize {
         self.index.retained_bytes()
             + self.walk.retained_bytes()

@@ -250,7 +250,8 @@ unsafe fn split<'r>(reader: *mut qjson_reader) -> Option<(&'r mut qjson_reader, 
     Some((reader, scratch))
 }
 
-/// Parses and validates `json[0..len)`; on failure returns NULL and
+/// Parses and validates `json[0..len)`; on success sets `reader.count` to
+/// the bytes the document allocated anew, on failure returns NULL and
 /// leaves the reason in `reader.error` (when `reader` is not NULL).
 ///
 /// # Safety
@@ -267,6 +268,7 @@ pub unsafe extern "C" fn qjson_parse(
     // SAFETY: the caller guarantees reader is NULL or live.
     let error = unsafe { reader.as_mut() }.map_or(ptr::null_mut(), |r| &raw mut r.error);
     let mut handle = ptr::null_mut();
+    let mut grown = 0;
     let status = guarded(|| {
         // SAFETY: the caller guarantees json[0..len) is readable and
         // outlives the document (the 'static here is that promise).
@@ -282,6 +284,7 @@ pub unsafe extern "C" fn qjson_parse(
         let mut doc = pool::take();
         match doc.load(input, &opts) {
             Ok(()) => {
+                grown = doc.grown_bytes();
                 handle = Box::into_raw(doc);
                 OK
             }
@@ -296,6 +299,10 @@ pub unsafe extern "C" fn qjson_parse(
     if status == ErrorCode::Internal as c_int {
         // SAFETY: as above.
         unsafe { report(error, Error::new(ErrorCode::Internal, 0), &[]) };
+    }
+    // SAFETY: as above.
+    if let Some(r) = unsafe { reader.as_mut() } {
+        r.count = grown;
     }
     handle
 }

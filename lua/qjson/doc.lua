@@ -277,17 +277,19 @@ end
 -- native document without holding its table, so a pointer is never used
 -- after its sweep. Tables die only when a collection cycle ends, which
 -- `cycle[1]` (a weak value nothing else holds) tells: a sweep runs at the
--- first parse after each cycle, so its cost (one visit per slot) is paid
--- once per cycle, like the collector's own.
+-- first parse after each cycle, so its cost is paid once per cycle, like
+-- the collector's own, and (like it) is proportional to what is alive:
+-- `live[1..held]` lists the slots in use, and a sweep visits only those.
 --
 -- `doc:free()` frees at once, unless a section is under way (it may be
 -- reading that very document: the free comes from a finalizer); then the
 -- document waits in `pending` for the next parse.
 --
--- The collector cannot see the native memory (index and scratch buffers),
--- so each document counts it as if Lua had allocated it, and every
--- GC_PACE_BYTES the collector does the matching amount of incremental
--- work.
+-- The collector cannot see the native memory (index, lookup tables), so
+-- each parse counts what it allocated anew (documents freed before are
+-- recycled with their buffers, which costs nothing new) as if Lua had
+-- allocated it, and every GC_PACE_BYTES the collector does the matching
+-- amount of incremental work.
 local GC_PACE_BYTES = 1024 * 1024
 local native_debt = 0
 local handles = {}
@@ -295,6 +297,8 @@ local alive = setmetatable({}, { __mode = "v" })
 local cycle = setmetatable({ {} }, { __mode = "v" })
 local free_slots, free_count = {}, 0
 local slot_count, held = 0, 0
+-- The slots in use, densely, and where each is in that list.
+local live, live_at = {}, {}
 local pending, pending_count = {}, 0
 -- Stands in `alive` for a document waiting in `pending`, so that no sweep
 -- releases it too.
@@ -304,15 +308,21 @@ local function release(slot)
     local ptr = handles[slot]
     handles[slot] = nil
     alive[slot] = nil
+    -- The last slot in use takes this one's place in `live`.
+    local at, last = live_at[slot], live[held]
+    live[at], live_at[last] = last, at
+    live[held], live_at[slot] = nil, nil
+    held = held - 1
     free_count = free_count + 1
     free_slots[free_count] = slot
-    held = held - 1
     C.qjson_free(ptr)
 end
 
 local function sweep()
-    for slot = 1, slot_count do
-        if handles[slot] and alive[slot] == nil then
+    -- Downwards: a release moves the last entry, already visited, here.
+    for i = held, 1, -1 do
+        local slot = live[i]
+        if alive[slot] == nil then
             release(slot)
         end
     end
@@ -332,15 +342,14 @@ end
 -- so code that runs later and reads one gets "document used after free()"
 -- instead of freed memory.
 qffi.on_close(function()
-    for slot = 1, slot_count do
-        if handles[slot] then
-            local state = alive[slot]
-            if state then
-                -- (PENDING gets a field nothing reads.)
-                state.ptr = false
-            end
-            release(slot)
+    for i = held, 1, -1 do
+        local slot = live[i]
+        local state = alive[slot]
+        if state then
+            -- (PENDING gets a field nothing reads.)
+            state.ptr = false
         end
+        release(slot)
     end
     pending_count = 0
 end)
@@ -364,17 +373,26 @@ function Doc:free()
     end
 end
 
+-- Bytes of native memory the document holds (its index, lookup tables and
+-- scratch), which the garbage collector cannot see.
+function Doc:memory()
+    local ptr = handle(self)
+    if not ptr then return freed(self) end
+    local n = tonumber(C.qjson_memory(ptr))
+    return n
+end
+
 Doc.__tostring = function(self)
     local state = self._doc
     return "qjson.doc: " .. (state.ptr and ("cursor " .. self._at) or "freed")
 end
 
--- Wraps a native handle from qjson_parse. `src` is the Lua string the
--- handle borrows: keeping it in the state keeps it alive exactly as long
--- as the handle can be read.
--- The root document is its own state (one table per parse); a cursor
--- refers to its root's.
-function _M.new(ptr, src, safe)
+-- Wraps a native handle from qjson_parse, which allocated `bytes` of
+-- native memory anew. `src` is the Lua string the handle borrows: keeping
+-- it in the state keeps it alive exactly as long as the handle can be
+-- read. The root document is its own state (one table per parse); a
+-- cursor refers to its root's.
+function _M.new(ptr, src, safe, bytes)
     local slot
     if free_count > 0 then
         slot = free_slots[free_count]
@@ -384,13 +402,13 @@ function _M.new(ptr, src, safe)
         slot = slot_count
     end
     -- _doc is in the constructor so that setting it does not grow the table.
-    local bytes = tonumber(C.qjson_memory(ptr))
     local root = setmetatable({ ptr = ptr, src = src, safe = safe, _at = 0, _doc = false,
                                 slot = slot, bytes = bytes }, Doc)
     root._doc = root
     handles[slot] = ptr
     alive[slot] = root
     held = held + 1
+    live[held], live_at[slot] = slot, held
     native_debt = native_debt + bytes
     if native_debt >= GC_PACE_BYTES then
         collectgarbage("step", native_debt / 1024)

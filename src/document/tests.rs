@@ -381,3 +381,17 @@ fn read_everything(d: &mut Document<'_>, at: u32) {
         _ => {}
     }
 }
+
+#[test]
+fn a_reused_document_reports_only_what_a_parse_allocates_anew() {
+    let big = format!("[{}0]", "0,".repeat(10_000));
+    let mut doc = Document::new();
+    doc.load(big.as_bytes(), &Options::default()).unwrap();
+    assert_eq!(doc.grown_bytes(), doc.retained_bytes());
+    doc.load(CHAT, &Options::default()).unwrap();
+    let held = doc.retained_bytes();
+    for text in [big.as_bytes(), CHAT, big.as_bytes()] {
+        doc.load(text, &Options::default()).unwrap();
+        assert_eq!((doc.grown_bytes(), doc.retained_bytes()), (0, held));
+    }
+}
