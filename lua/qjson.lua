@@ -12,6 +12,7 @@ local qffi = require("qjson.ffi")
 local doc = require("qjson.doc")
 local lazy = require("qjson.lazy")
 local encode = require("qjson.encode")
+local options = require("qjson.options")
 
 local C = qffi.C
 local enter = qffi.enter
@@ -38,8 +39,10 @@ local _M = {
 }
 
 -- Process-wide defaults, changed cjson-style by the option functions below.
-local defaults = { max_depth = 1024, duplicate_keys = "last" }
-local default_options = ffi.new("qjson_options", 1024, C.QJSON_DUPLICATE_KEYS_LAST_WINS)
+-- Nesting: lua-cjson's limit, and the encoder's default too, so that what
+-- decode accepts re-encodes under the default options.
+local defaults = { max_depth = 1000, duplicate_keys = "last" }
+local default_options = ffi.new("qjson_options", 1000, C.QJSON_DUPLICATE_KEYS_LAST_WINS)
 local main_options = ffi.new("qjson_options")
 
 -- Checks one option value; returns the converted value or nil, message.
@@ -199,13 +202,10 @@ end
 -- the current one. They change the defaults of every later call.
 
 function _M.decode_max_depth(depth)
-    if depth ~= nil then
-        local v, err = checks.max_depth(depth)
-        if not v then
-            error("bad argument #1 to 'decode_max_depth' (" .. err .. ")", 2)
-        end
-        defaults.max_depth = v
-        default_options.max_depth = v
+    depth = options.integer("decode_max_depth", 1, depth, 1, MAX_DEPTH_LIMIT)
+    if depth then
+        defaults.max_depth = depth
+        default_options.max_depth = depth
     end
     return defaults.max_depth
 end

@@ -156,6 +156,65 @@ describe("encode agrees with cjson.encode", function()
         end
     end)
 
+    it("reads plain tables raw, as cjson does: a metatable's __index is not consulted", function()
+        local lookup = { __index = function() return "X" end }
+        for _, t in ipairs({ setmetatable({ 1, nil, 3 }, lookup),
+                             setmetatable({ a = 1 }, lookup),
+                             { inner = setmetatable({ [1] = 1, [3] = 3 }, lookup) } }) do
+            assert.equal(cjson.encode(t), qjson.encode(t))
+        end
+        assert.equal("[1,null,3]", qjson.encode(setmetatable({ 1, nil, 3 }, lookup)))
+    end)
+
+    it("option functions take what cjson's take, with cjson's messages", function()
+        -- (Called through pcall, cjson's messages name no function; and
+        -- its range errors always say argument #1.)
+        local function both(name, ...)
+            local cok, cv = pcall(cjson[name], ...)
+            local qok, qv = pcall(qjson[name], ...)
+            assert.equal(cok, qok, name)
+            if not cok then
+                cv = cv:gsub(" to '[^']*'", ""):gsub("#%d", "#N")
+                qv = qv:gsub(" to '[^']*'", ""):gsub("#%d", "#N")
+            end
+            assert.equal(cv, qv, name)
+        end
+        finally(function()
+            for _, lib in ipairs({ cjson, qjson }) do
+                lib.encode_sparse_array(false, 2, 10)
+                lib.encode_max_depth(1000)
+                lib.encode_number_precision(14)
+            end
+            qjson.decode_max_depth(1000)
+            qjson.encode_escape_forward_slash(true)
+            qjson.encode_empty_table_as_object(true)
+        end)
+        for _, v in ipairs({ "on", "off", true, false, "yes", 1, {} }) do
+            both("encode_sparse_array", v)
+        end
+        for _, v in ipairs({ "5", 7.9, -0.5, 0, "x", {}, 2 ^ 31 }) do
+            both("encode_max_depth", v)
+            both("encode_sparse_array", nil, v)
+        end
+        -- (Upstream cjson caps the precision at 14, OpenResty's fork and
+        -- qjson at 16.)
+        for _, v in ipairs({ "5", 7.9, "x", {} }) do
+            both("encode_number_precision", v)
+        end
+        for _, name in ipairs({ "encode_escape_forward_slash", "encode_empty_table_as_object" }) do
+            assert.is_false(qjson[name]("off"))
+            assert.is_true(qjson[name]("on"))
+            assert.is_false(qjson[name](false))
+            assert.has_error(function() qjson[name]("yes") end,
+                             "bad argument #1 to '" .. name .. "' (invalid option 'yes')")
+            assert.is_false(qjson[name]())
+            qjson[name](true)
+        end
+        assert.equal('{"a":"\\/"}', qjson.encode({ a = "/" }))
+        assert.equal(12, qjson.decode_max_depth("12"))
+        assert.equal(3, qjson.decode_max_depth(3.7))
+    end)
+
     local inf = math.huge
     local cycle = {}
     cycle[1] = { cycle }

@@ -108,11 +108,17 @@ describe("qjson.safe", function()
 
     it("option functions return nil, err for bad values", function()
         finally(function()
-            qjson.decode_max_depth(1024)
+            qjson.decode_max_depth(1000)
             qjson.duplicate_keys("last")
         end)
-        for _, v in ipairs({ 0, -1, 1.5, "5", 2 ^ 31, {} }) do
-            assert.matches("^bad argument #1 to 'decode_max_depth' %(max_depth must be",
+        -- What cjson's decode_max_depth refuses, with its messages.
+        for _, v in ipairs({ 0, -1, 0.5, 2 ^ 31, "2147483648" }) do
+            assert.equal("bad argument #1 to 'decode_max_depth' "
+                         .. "(expected integer between 1 and 2147483647)",
+                         nil_err(safe.decode_max_depth, v))
+        end
+        for _, v in ipairs({ {}, true, "five" }) do
+            assert.matches("^bad argument #1 to 'decode_max_depth' %(number expected, got",
                            nil_err(safe.decode_max_depth, v))
         end
         for _, v in ipairs({ "first", 1, true, {} }) do
@@ -120,7 +126,7 @@ describe("qjson.safe", function()
                            nil_err(safe.duplicate_keys, v))
         end
         -- Unchanged by the refused values; set and read like qjson's.
-        assert.equal(1024, safe.decode_max_depth())
+        assert.equal(1000, safe.decode_max_depth())
         assert.equal("last", safe.duplicate_keys())
         assert.equal(8, safe.decode_max_depth(8))
         assert.equal(8, qjson.decode_max_depth())

@@ -12,6 +12,7 @@ local ffi = require("ffi")
 local buffer = require("string.buffer")
 local qffi = require("qjson.ffi")
 local lazy = require("qjson.lazy")
+local options = require("qjson.options")
 
 local C = qffi.C
 local enter = qffi.enter
@@ -24,11 +25,15 @@ local empty_array_mt = lazy.empty_array_mt
 local source_members = lazy.source_members
 local live_ptr = lazy.live_ptr
 local proxy_get = lazy.get
+local switch = options.switch
+local integer = options.integer
 local ffi_cast = ffi.cast
 local ffi_istype = ffi.istype
 local type = type
 local next = next
 local rawget = rawget
+local co_create = coroutine.create
+local co_resume = coroutine.resume
 local error = error
 local tostring = tostring
 local getmetatable = getmetatable
@@ -222,9 +227,10 @@ local function put_key(k)
     end
 end
 
--- The deepest table entered by the current encode: when a nesting within
--- encode_max_depth still exhausts the Lua stack, the error says how deep
--- it got, as cjson's does when lua_checkstack fails.
+-- The deepest table entered by the current encode: should a nesting
+-- within encode_max_depth still exhaust LuaJIT (its stack when the caller
+-- is itself deep, its C stack after some hundred thousand levels), the
+-- error says how deep it got, as cjson's does when lua_checkstack fails.
 local deepest = 0
 
 local function nesting_error(depth)
@@ -438,6 +444,31 @@ local function put_proxy(st, depth)
     flush()
 end
 
+-- Writes the table v (a plain one or a proxy) entered at `depth`.
+local function put_container(v, depth)
+    local st = state_of(v)
+    if st then
+        put_proxy(st, depth)
+    else
+        put_table(v, depth)
+    end
+end
+
+-- The encoder recurses, and a Lua stack holds some thousands of its
+-- levels; so every SEGMENT levels the recursion goes on in a coroutine of
+-- its own, whose stack starts empty, and nesting is bounded by
+-- encode_max_depth alone (cjson's by its C stack, near 8 000 levels).
+-- SEGMENT levels of the deepest-framed path (splicing changed proxies)
+-- take well under half a stack.
+local SEGMENT = 500
+
+local function put_container_on_new_stack(v, depth)
+    local ok, err = co_resume(co_create(put_container), v, depth)
+    if not ok then
+        error(err, 0)
+    end
+end
+
 function put_value(v, depth)
     local t = type(v)
     if t == "string" then
@@ -447,11 +478,11 @@ function put_value(v, depth)
     elseif t == "boolean" then
         buf:put(v and "true" or "false")
     elseif t == "table" then
-        local st = state_of(v)
-        if st then
-            put_proxy(st, depth + 1)
+        depth = depth + 1
+        if depth % SEGMENT == 0 then
+            put_container_on_new_stack(v, depth)
         else
-            put_table(v, depth + 1)
+            put_container(v, depth)
         end
     elseif v == nil or v == null then
         buf:put("null")
@@ -534,25 +565,12 @@ end
 -- cjson's encoder options: set when given arguments, return the current
 -- values.
 
-local function check_bool(name, v)
-    if v ~= nil and type(v) ~= "boolean" then
-        error("bad argument #1 to '" .. name .. "' (boolean expected)", 3)
-    end
-end
-
-local function check_int(name, v, lo, hi)
-    if v ~= nil and (type(v) ~= "number" or v ~= math_floor(v) or v < lo or v > hi) then
-        error(str_format("bad argument #1 to '%s' (expected integer between %d and %d)",
-                         name, lo, hi), 3)
-    end
-end
-
 -- The option functions, for the facades to re-export.
 _M.OPTIONS = { "encode_number_precision", "encode_sparse_array", "encode_escape_forward_slash",
                "encode_empty_table_as_object", "encode_max_depth" }
 
 function _M.encode_number_precision(n)
-    check_int("encode_number_precision", n, 1, 16)
+    n = integer("encode_number_precision", 1, n, 1, 16)
     if n then
         config.number_precision = n
         config.number_format = "%." .. n .. "g"
@@ -562,9 +580,9 @@ function _M.encode_number_precision(n)
 end
 
 function _M.encode_sparse_array(convert, ratio, safe)
-    check_bool("encode_sparse_array", convert)
-    check_int("encode_sparse_array", ratio, 0, 2 ^ 31 - 1)
-    check_int("encode_sparse_array", safe, 0, 2 ^ 31 - 1)
+    convert = switch("encode_sparse_array", 1, convert)
+    ratio = integer("encode_sparse_array", 2, ratio, 0, 2 ^ 31 - 1)
+    safe = integer("encode_sparse_array", 3, safe, 0, 2 ^ 31 - 1)
     if convert ~= nil then config.sparse_convert = convert end
     if ratio then config.sparse_ratio = ratio end
     if safe then config.sparse_safe = safe end
@@ -572,19 +590,19 @@ function _M.encode_sparse_array(convert, ratio, safe)
 end
 
 function _M.encode_escape_forward_slash(on)
-    check_bool("encode_escape_forward_slash", on)
+    on = switch("encode_escape_forward_slash", 1, on)
     if on ~= nil then config.escape_slash = on end
     return config.escape_slash
 end
 
 function _M.encode_empty_table_as_object(on)
-    check_bool("encode_empty_table_as_object", on)
+    on = switch("encode_empty_table_as_object", 1, on)
     if on ~= nil then config.empty_table_as_object = on end
     return config.empty_table_as_object
 end
 
 function _M.encode_max_depth(n)
-    check_int("encode_max_depth", n, 1, 2 ^ 31 - 1)
+    n = integer("encode_max_depth", 1, n, 1, 2 ^ 31 - 1)
     if n then config.max_depth = n end
     return config.max_depth
 end

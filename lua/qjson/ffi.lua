@@ -73,7 +73,7 @@ enum {
 };
 
 typedef struct qjson_options {
-    uint32_t max_depth;      /* deepest container nesting; 0 means 1024 */
+    uint32_t max_depth;      /* deepest container nesting; 0 means 1000 */
     int32_t duplicate_keys;  /* QJSON_DUPLICATE_KEYS_* */
 } qjson_options;
 

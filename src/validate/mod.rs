@@ -44,8 +44,9 @@ pub struct Options {
     pub duplicate_keys: DuplicateKeys,
 }
 
-/// The default nesting limit.
-pub const DEFAULT_MAX_DEPTH: u32 = 1024;
+/// The default nesting limit: lua-cjson's (and qjson's encoder's), so that
+/// what decodes re-encodes under the default options.
+pub const DEFAULT_MAX_DEPTH: u32 = 1000;
 
 impl Default for Options {
     fn default() -> Options {
