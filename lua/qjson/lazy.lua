@@ -176,14 +176,21 @@ function ObjectMT.__newindex(proxy, key, v)
         error("table index is nil", 2)
     end
     local st = getmetatable(proxy)
+    local cache = st.cache
+    local old = cache[key]
     local set = st.set
     if not set then
         set = {}
         st.set = set
     end
+    -- Whether the key has a value now (for the count of keys).
+    local had = old ~= nil and old ~= DELETED
     if not set[key] then
         set[key] = true
-        if not in_source(st, key) then
+        -- A value read before came from the source.
+        local in_src = old ~= nil or in_source(st, key)
+        had = had or in_src
+        if not in_src then
             local added = st.added
             if not added then
                 added = {}
@@ -193,8 +200,11 @@ function ObjectMT.__newindex(proxy, key, v)
         end
     end
     if v == nil then v = DELETED end
-    st.cache[key] = v
-    st.len = nil
+    cache[key] = v
+    local len = st.len
+    if len then
+        st.len = len + (v ~= DELETED and 1 or 0) - (had and 1 or 0)
+    end
     mark_dirty(st)
 end
 
@@ -311,7 +321,9 @@ local function array_pairs(proxy)
     return array_ipairs_step, proxy, 0
 end
 
--- The number of elements, or of distinct keys.
+-- The number of elements, or of distinct keys: counted once (natively
+-- while nothing was written, else by iterating), then kept up to date by
+-- every write.
 local function proxy_len(st, proxy)
     if st.kind == T_ARRAY then return st.n end
     local n = st.len

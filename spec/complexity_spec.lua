@@ -1,0 +1,191 @@
+-- Linear time for every access pattern: each loop below runs over n and
+-- over 4n elements or keys in this process, timed alternately and best of
+-- several rounds (the machine may be busy), and 4x the size must cost at
+-- most 6x the time: linear work gives about 4x, quadratic 16x. The loops
+-- are issue 12's table (reads in every order, through proxies, getters,
+-- cursors and pointers) and what an audit of the other paths a body's
+-- sender shapes turned up: writes during iteration, many new keys, len
+-- between writes, repeated keys, nested iteration, encoding after many
+-- changes, long escape runs and digit strings. (The native work of the
+-- same reads is counted exactly by src/navigate/lookup.rs's tests; SSE
+-- chunked a byte at a time is spec/sse_spec.lua's.)
+
+local qjson = require("qjson")
+
+local clock = os.clock
+local concat = table.concat
+
+local MAX_RATIO = 6
+local ROUNDS = 5
+
+-- {"messages":[{"role":"user","content":[{"type":"text","text":"m1"}]},...]}
+local function messages(n)
+    local t = {}
+    for i = 1, n do
+        t[i] = '{"role":"user","content":[{"type":"text","text":"m' .. i .. '"}]}'
+    end
+    return '{"messages":[' .. concat(t, ",") .. "]}"
+end
+
+-- {"k1":1,"k2":2,...}
+local function object(n)
+    local t = {}
+    for i = 1, n do
+        t[i] = '"k' .. i .. '":' .. i
+    end
+    return "{" .. concat(t, ",") .. "}"
+end
+
+-- CPU seconds of `reps` runs of `run(input, n)`.
+local function time(run, input, n, reps)
+    collectgarbage()
+    local t0 = clock()
+    for _ = 1, reps do
+        run(input, n)
+    end
+    return clock() - t0
+end
+
+-- The time for 4n over the time for n, best of ROUNDS alternating
+-- samples, each long enough to time (runs repeated). The sizes are kept
+-- small enough for both working sets to stay in the CPU's caches: where
+-- 4n would spill out of them, each access costs more and the ratio
+-- would measure the memory hierarchy, not the algorithm. A quadratic loop
+-- shows 16x at any size.
+local function growth(make, run, n)
+    local small, big = make(n), make(4 * n)
+    local reps = 1
+    while time(run, small, n, reps) < 0.005 do
+        reps = reps * 2
+    end
+    local ts, tb = math.huge, math.huge
+    for _ = 1, ROUNDS do
+        ts = math.min(ts, time(run, small, n, reps))
+        tb = math.min(tb, time(run, big, 4 * n, reps))
+    end
+    return tb / ts, ts, tb
+end
+
+-- Up to ATTEMPTS measurements, for a moment of load on the machine; a
+-- quadratic loop fails every one.
+local ATTEMPTS = 3
+
+local function assert_linear(make, run, n)
+    local ratio, ts, tb
+    for _ = 1, ATTEMPTS do
+        ratio, ts, tb = growth(make, run, n)
+        if ratio <= MAX_RATIO then
+            return
+        end
+    end
+    assert.is_true(ratio <= MAX_RATIO,
+        ("%d -> %d elements: %.4f s -> %.4f s, %.1fx (at most %dx)")
+        :format(n, 4 * n, ts, tb, ratio, MAX_RATIO))
+end
+
+local PATTERNS = {
+    { "proxy reads in reverse: m[i].role", messages, 1000, function(s, n)
+        local m = qjson.decode(s).messages
+        for i = n, 1, -1 do assert(m[i].role == "user") end
+    end },
+    { "proxy reads forward, nested: m[i].content[1].text", messages, 500, function(s, n)
+        local m = qjson.decode(s).messages
+        for i = 1, n do assert(m[i].content[1].text) end
+    end },
+    { "proxy reads strided: m[(i * 7919) % n + 1].role", messages, 1000, function(s, n)
+        local m = qjson.decode(s).messages
+        for i = 1, n do assert(m[(i * 7919) % n + 1].role == "user") end
+    end },
+    { "getters along paths: messages[i].content[0].text", messages, 1000, function(s, n)
+        local d = qjson.parse(s)
+        for i = 0, n - 1 do assert(d:get_str("messages[" .. i .. "].content[0].text")) end
+    end },
+    { "getters in reverse: messages[n-1-i].role", messages, 1000, function(s, n)
+        local d = qjson.parse(s)
+        for i = 0, n - 1 do assert(d:get_str("messages[" .. (n - 1 - i) .. "].role")) end
+    end },
+    { "JSON Pointers in reverse: /messages/i/content/0/type", messages, 1000, function(s, n)
+        local d = qjson.parse(s)
+        for i = n - 1, 0, -1 do
+            assert(d:get_str("/messages/" .. i .. "/content/0/type") == "text")
+        end
+    end },
+    { "cursors: open(messages):open([i]):get_str(role), in reverse", messages, 1000,
+      function(s, n)
+        local m = qjson.parse(s):open("messages")
+        for i = n - 1, 0, -1 do assert(m:open("[" .. i .. "]"):get_str("role") == "user") end
+    end },
+    { "proxy reads by key: t[k..i]", object, 2000, function(s, n)
+        local t = qjson.decode(s)
+        for i = 1, n do assert(t["k" .. i] == i) end
+    end },
+    { "getters by key: get_i64(k..i)", object, 2000, function(s, n)
+        local d = qjson.parse(s)
+        for i = 1, n do assert(d:get_i64("k" .. i) == i) end
+    end },
+    { "writes during qjson.pairs: t[k] = v + 1", object, 2000, function(s)
+        local t = qjson.decode(s)
+        for k, v in qjson.pairs(t) do t[k] = v + 1 end
+    end },
+    { "adding n new keys, then encoding", object, 2000, function(s, n)
+        local t = qjson.decode(s)
+        for i = 1, n do t["new" .. i] = i end
+        assert(#qjson.encode(t) > #s)
+    end },
+    { "qjson.len between writes", object, 2000, function(s, n)
+        local t = qjson.decode(s)
+        for i = 1, n do
+            t["k" .. i] = nil
+            t["n" .. i] = i
+            assert(qjson.len(t) == n)
+        end
+    end },
+    { "repeated keys: len, pairs and reads of {k1:..,k1:..,...}", function(n)
+        local t = {}
+        for i = 1, n do t[i] = '"k' .. (i % 100) .. '":' .. i end
+        return "{" .. concat(t, ",") .. "}"
+      end, 2000, function(s, n)
+        local d = qjson.parse(s)
+        local t = qjson.decode(s)
+        assert(d:len() == 100 and qjson.len(t) == 100)
+        local c = 0
+        for _ in qjson.pairs(t) do c = c + 1 end
+        assert(c == 100)
+        for i = 1, n do assert(d:get_i64("k" .. (i % 100))) end
+    end },
+    { "nested qjson.ipairs over [{content:[1]},...] (the 1.5 MB attack)", function(n)
+        return "[" .. string.rep('{"content":[1]},', n - 1) .. '{"content":[1]}]'
+      end, 500, function(s)
+        local sum = 0
+        for _, e in qjson.ipairs(qjson.decode(s)) do
+            for _, x in qjson.ipairs(e.content) do sum = sum + x end
+        end
+        assert(sum > 0)
+    end },
+    { "encoding an array of arrays whose every element changed", function(n)
+        return "[" .. string.rep("[1,2],", n - 1) .. "[1,2]]"
+      end, 1000, function(s, n)
+        local t = qjson.decode(s)
+        for i = 1, n do t[i][2] = 3 end
+        assert(#qjson.encode(t) == #s)
+    end },
+    { "strings of escapes: parse and read", function(n)
+        return '{"s":"' .. string.rep("\\n\\u00e9", n) .. '"}'
+      end, 100000, function(s, n)
+        assert(#qjson.parse(s):get_str("s") == 3 * n)
+    end },
+    { "long digit strings: parse and read", function(n)
+        return '[' .. string.rep("1", n) .. ".5e-" .. n .. "]"
+      end, 100000, function(s)
+        assert(qjson.parse(s):get_f64("[0]") > 0)
+    end },
+}
+
+describe("4x the elements costs at most 6x the time:", function()
+    for _, p in ipairs(PATTERNS) do
+        local name, make, n, run = p[1], p[2], p[3], p[4]
+        it(name, function()
+            assert_linear(make, run, n)
+        end)
+    end
+end)
