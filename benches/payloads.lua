@@ -226,6 +226,19 @@ function _M.sse_events(n)
     return events
 end
 
+-- The access-pattern body: `n` short messages and an object of `n` keys,
+-- `{"messages":[{"role":"user","content":[{"type":"text","text":"m1"}]},...],
+--   "index":{"k1":1,...}}`, the shapes of issue 12's table.
+function _M.access(n)
+    local messages, index = {}, {}
+    for i = 1, n do
+        messages[i] = format('{"role":"user","content":[{"type":"text","text":"m%d"}]}', i)
+        index[i] = format('"k%d":%d', i, i)
+    end
+    return '{"messages":[' .. concat(messages, ",") .. '],"index":{'
+        .. concat(index, ",") .. "}}"
+end
+
 -- The sizes of the chat ladder, in bytes, with their labels.
 _M.ladder = {
     { "2 KB", 2048 }, { "60 KB", 60e3 }, { "100 KB", 100e3 }, { "200 KB", 200e3 },
