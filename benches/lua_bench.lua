@@ -20,9 +20,31 @@
 
 package.path = "lua/?.lua;benches/?.lua;" .. package.path
 
+-- The baselines (tools/baselines.sh): OpenResty's lua-cjson fork and Kong's
+-- lua-resty-simdjson, found before anything installed; without them,
+-- Debian's lua-cjson 2.1.0 (upstream, about half the fork's speed on
+-- strings).
+local BASELINES = os.getenv("QJSON_BASELINES")
+if BASELINES == "" then BASELINES = nil end
+if BASELINES then
+    package.cpath = BASELINES .. "/?.so;" .. package.cpath
+    package.path = BASELINES .. "/lib/?.lua;" .. BASELINES .. "/lib/?/init.lua;"
+                   .. package.path
+    -- resty.simdjson outside nginx needs a few fields of ngx, and the
+    -- lua-resty-core it loads checks for the nginx module version it was
+    -- released with: claim that one.
+    local base = package.searchpath("resty.core.base", package.path)
+    local f = base and io.open(base)
+    local version = f and tonumber(f:read("*a"):match("ngx_lua_version ~= (%d+)"))
+    if f then f:close() end
+    rawset(_G, "ngx", { config = { subsystem = "http", ngx_lua_version = version } })
+    dofile(BASELINES .. "/ngx_stub.lua")
+end
+
 local ffi = require("ffi")
 local cjson = require("cjson")
 local qjson = require("qjson")
+local lazy = require("qjson.lazy")
 local payloads = require("payloads")
 
 local QUICK = os.getenv("QUICK") == "1"
@@ -116,9 +138,9 @@ shapes.chat = {
         end
         return #doc:get_str("model") + doc:get_f64("temperature") + texts
     end,
-    modify_top = function(t) t.model = "gpt-4o-mini" end,
-    add = function(t) t.x_gateway = "u-1" end,
-    modify_nested = function(t) t.messages[1].content[1].text = "redacted" end,
+    modify_top = function(t, k) t.model = "gpt-4o-mini-" .. k end,
+    add = function(t, k) t.x_gateway = k end,
+    modify_nested = function(t, k) t.messages[1].content[1].text = "redacted " .. k end,
 }
 
 shapes.github = {
@@ -139,9 +161,9 @@ shapes.github = {
         end
         return sum
     end,
-    modify_top = function(t) t[1].state = "closed" end,
-    add = function(t) t[1].x_gateway = "u-1" end,
-    modify_nested = function(t) t[1].user.login = "redacted" end,
+    modify_top = function(t, k) t[1].state = "closed " .. k end,
+    add = function(t, k) t[1].x_gateway = k end,
+    modify_nested = function(t, k) t[1].user.login = "redacted " .. k end,
 }
 
 shapes.sse = {
@@ -153,9 +175,22 @@ shapes.sse = {
         local content = doc:get("choices[0].delta.content")
         return #doc:get_str("model") + #(content or "")
     end,
-    modify_top = function(t) t.model = "gpt-4o" end,
-    add = function(t) t.x_gateway = "u-1" end,
-    modify_nested = function(t) t.choices[1].delta.content = "redacted" end,
+    modify_top = function(t, k) t.model = "gpt-4o-" .. k end,
+    add = function(t, k) t.x_gateway = k end,
+    modify_nested = function(t, k) t.choices[1].delta.content = "redacted " .. k end,
+}
+
+-- A tool call's arguments, about 70 bytes.
+shapes.tool = {
+    read = function(t)
+        return #t.order_id + t.options.max_items
+    end,
+    read_doc = function(doc)
+        return #doc:get_str("order_id") + doc:get_f64("options.max_items")
+    end,
+    modify_top = function(t, k) t.order_id = "B-" .. k end,
+    add = function(t, k) t.x_gateway = k end,
+    modify_nested = function(t, k) t.options.max_items = k end,
 }
 
 -- Workloads: a label and, per library, a function of one payload text
@@ -174,23 +209,27 @@ local function same_when_decoded(got, expected)
     return same(cjson.decode(got), cjson.decode(expected))
 end
 
--- Decode, change with `change` (or not), encode; per library.
+-- Decode, change with `change` (or not), encode; per library. A change
+-- writes a new value each call, so every output is a new string, as a
+-- gateway's are: an output equal to the last one would be found interned
+-- and never allocated, hiding the cost of a fresh body-sized string.
+local change_count = 0
+
 local function edits(change)
-    local function plain(decode)
+    local function edited(decode, encode)
         return function(s)
             local t = decode(s)
-            if change then change(t) end
-            return cjson.encode(t)
+            if change then
+                change_count = change_count + 1
+                change(t, change_count)
+            end
+            return encode(t)
         end
     end
     return {
-        cjson = plain(cjson.decode),
-        simdjson = simdjson and plain(simdjson_decode),
-        ["qjson.decode"] = function(s)
-            local t = qjson.decode(s)
-            if change then change(t) end
-            return qjson.encode(t)
-        end,
+        cjson = edited(cjson.decode, cjson.encode),
+        simdjson = simdjson and edited(simdjson_decode, cjson.encode),
+        ["qjson.decode"] = edited(qjson.decode, qjson.encode),
     }
 end
 
@@ -314,20 +353,99 @@ local access_patterns = {
     } },
 }
 
+-- The least a rewrite of a body can cost in Lua: parse it and make one
+-- new string of its size (cjson's row: the string alone). "modify a
+-- top-level field + encode" is measured against this.
+local floor_buffer = require("string.buffer").new()
+local function fresh_copy(s)
+    change_count = change_count + 1
+    return #floor_buffer:reset():put(s, change_count):tostring()
+end
+local floor = { "floor: parse + one fresh string of the body", same, {
+    cjson = fresh_copy,
+    ["qjson.parse"] = function(s)
+        qjson.parse(s)
+        return fresh_copy(s)
+    end,
+} }
+
+-- What a document costs before anything is read from it.
+local fixed_cost = { "fixed cost: decode, read nothing", function() return true end, {
+    cjson = cjson.decode,
+    simdjson = simdjson and simdjson_decode,
+    ["qjson.parse"] = qjson.parse,
+    ["qjson.decode"] = qjson.decode,
+    ["qjson eager"] = function(s) return qjson.decode(s, EAGER) end,
+} }
+
 local function with_plain(list)
     list[#list + 1] = read_everything
     list[#list + 1] = encode_plain
     return list
 end
 
+-- Prints (as NOTE lines) the memory one decoded document of `text` holds
+-- while alive, per library: Lua heap plus qjson's native bytes, averaged
+-- over 10 000 documents kept at once.
+local function memory_per_document(text)
+    local N = 10000
+    local function measure_one(label, decode, native_of)
+        local keep = {}
+        collectgarbage()
+        collectgarbage()
+        local heap = collectgarbage("count")
+        local native = 0
+        for i = 1, N do
+            keep[i] = decode(text)
+        end
+        collectgarbage()
+        collectgarbage()
+        local lua_bytes = (collectgarbage("count") - heap) * 1024 - 8 * N
+        if native_of then
+            for i = 1, N do native = native + native_of(keep[i]) end
+        end
+        print(string.format("NOTE\tmemory per decoded document of %d B, %-12s %5.0f B"
+            .. " (Lua heap %.0f + native %.0f)", #text, label .. ":",
+            (lua_bytes + native) / N, lua_bytes / N, native / N))
+        keep = nil -- luacheck: ignore 311
+    end
+    measure_one("cjson", cjson.decode)
+    measure_one("qjson.parse", qjson.parse, function(d) return d:memory() end)
+    measure_one("qjson.decode", qjson.decode, function(v)
+        local st = lazy.state_of(v)
+        return st and st.doc:memory() or 0
+    end)
+    measure_one("qjson eager", function(s) return qjson.decode(s, EAGER) end)
+end
+
 -- Scenarios: a name, the payload texts a timed call cycles through, and
 -- the workloads. Built lazily: a scenario process makes only its own.
 local scenarios = {}
+scenarios[#scenarios + 1] = {
+    name = "empty {}",
+    texts = function() return { "{}" } end,
+    workloads = function() return { fixed_cost } end,
+    notes = function(texts) memory_per_document(texts[1]) end,
+}
+scenarios[#scenarios + 1] = {
+    name = "tool-call",
+    texts = function() return { payloads.TOOL_CALL } end,
+    workloads = function()
+        local list = with_plain(workloads_for(shapes.tool))
+        table.insert(list, 1, fixed_cost)
+        return list
+    end,
+    notes = function(texts) memory_per_document(texts[1]) end,
+}
 for _, rung in ipairs(payloads.ladder) do
     scenarios[#scenarios + 1] = {
         name = "chat " .. rung[1],
         texts = function() return { payloads.chat(rung[2]) } end,
-        workloads = function() return with_plain(workloads_for(shapes.chat)) end,
+        workloads = function()
+            local list = with_plain(workloads_for(shapes.chat))
+            list[#list + 1] = floor
+            return list
+        end,
     }
 end
 scenarios[#scenarios + 1] = {
@@ -417,12 +535,15 @@ local function run_scenario(scenario)
     for _, workload in ipairs(scenario.workloads()) do
         local label, verify, fns = workload[1], workload[2], workload[3]
         local expected = {}
+        -- Each library's checked calls make the same changes as cjson's.
+        change_count = 0
         for k, s in ipairs(texts) do
             expected[k] = fns.cjson(s)
         end
         for _, lib in ipairs(LIBRARIES) do
             local fn = fns[lib]
             if fn then
+                change_count = 0
                 for k, s in ipairs(texts) do
                     if not verify(fn(s), expected[k], s) then
                         error(string.format("%s / %s / %s: the result differs from cjson's",
@@ -434,6 +555,9 @@ local function run_scenario(scenario)
                     median, lo, hi, heap, peak_rss_kb() }, "\t"))
             end
         end
+    end
+    if scenario.notes then
+        scenario.notes(texts)
     end
 end
 
@@ -452,10 +576,10 @@ local function human_size(bytes)
     return string.format("%.1f KB", bytes / 1e3)
 end
 
--- Runs every scenario in its own process; returns the rows.
+-- Runs every scenario in its own process; returns the rows and the notes.
 local function collect_rows()
     local interpreter = arg[-1] or "luajit"
-    local rows = {}
+    local rows, notes = {}, {}
     for _, scenario in ipairs(scenarios) do
         io.stderr:write("  ", scenario.name, "\n")
         local p = assert(io.popen(string.format("%s %s %q", interpreter, arg[0], scenario.name)))
@@ -470,13 +594,15 @@ local function collect_rows()
                     median = tonumber(f[6]), lo = tonumber(f[7]), hi = tonumber(f[8]),
                     heap = tonumber(f[9]), rss = tonumber(f[10]),
                 }
+            elseif f[1] == "NOTE" then
+                notes[#notes + 1] = f[2]
             else
                 print(line)
             end
         end
         assert(p:close(), "scenario failed: " .. scenario.name)
     end
-    return rows
+    return rows, notes
 end
 
 -- The rows grouped: workloads in first-seen order, and a lookup of one
@@ -507,14 +633,15 @@ local function print_tables(rows)
     for _, workload in ipairs(order) do
         print()
         print("## " .. workload)
-        print(string.format("%-14s %-17s %12s %19s %11s %9s %10s %8s %8s",
-            "payload", "library", "ops/s", "min-max", "throughput",
+        print(string.format("%-14s %-17s %12s %19s %10s %11s %9s %10s %8s %8s",
+            "payload", "library", "ops/s", "min-max", "ns/op", "throughput",
             "heap KB", "peak RSS", "/cjson", "/simdjson"))
         for _, r in ipairs(rows) do
             if r.workload == workload then
-                print(string.format("%-14s %-17s %12.1f %19s %11s %9.0f %7.0f MB %8s %8s",
+                print(string.format("%-14s %-17s %12.1f %19s %10.0f %11s %9.0f %7.0f MB %8s %8s",
                     r.scenario, r.lib, r.median,
-                    string.format("%.1f-%.1f", r.lo, r.hi), human_rate(r.median, r.bytes),
+                    string.format("%.1f-%.1f", r.lo, r.hi), 1e9 / r.median,
+                    human_rate(r.median, r.bytes),
                     r.heap, r.rss / 1024, ratio(r, find(r.scenario, workload, "cjson")),
                     ratio(r, find(r.scenario, workload, "simdjson"))))
             end
@@ -598,7 +725,9 @@ local function machine()
         "- LuaJIT: " .. jit.version .. " (Lua 5.2 compatibility: "
             .. (rawlen(setmetatable({}, { __len = function() return 1 end })) == 1
                 and "on" or "off") .. ")",
-        "- lua-cjson: " .. tostring(cjson._VERSION) .. " (Debian's package)",
+        "- lua-cjson: " .. tostring(cjson._VERSION) .. (BASELINES
+            and " (OpenResty's fork, built by tools/baselines.sh)"
+            or " (Debian's package: upstream, not OpenResty's fork)"),
         "- lua-resty-simdjson: " .. (simdjson and "found" or "not installed, column skipped"),
         "- qjson: " .. qjson._VERSION .. ", kernel " .. qjson.kernel(),
     }
@@ -660,7 +789,7 @@ local BEGIN, END = "<!-- bench-report:begin -->", "<!-- bench-report:end -->"
 
 -- Replaces the generated part of `doc` (between the markers) with the
 -- machine, the native results and every table.
-local function write_report(rows, doc, png, native)
+local function write_report(rows, notes, doc, png, native)
     local parts = { BEGIN, "",
         "Generated by `make bench-report` (tools/bench.sh REPORT=1); ops/s are medians of",
         "5 rounds, `(N.Nx)` is the ratio to cjson in the same process.", "",
@@ -672,6 +801,8 @@ local function write_report(rows, doc, png, native)
         parts[#parts + 1] = "```\n" .. native_text:gsub("%s+$", "") .. "\n```"
     end
     parts[#parts + 1] = markdown_tables(rows)
+    parts[#parts + 1] = "\n### Memory per decoded document (10 000 kept alive)\n\n```\n"
+        .. table.concat(notes, "\n") .. "\n```"
     parts[#parts + 1] = "\n" .. END
     local generated = table.concat(parts, "\n")
     local text = read_file(doc) or "# Benchmarks\n\n"
@@ -691,12 +822,13 @@ local function run_all(report)
         print("lua-resty-simdjson: not found on package.path/cpath, its column is skipped")
     end
     local started = now()
-    local rows = collect_rows()
+    local rows, notes = collect_rows()
     print_tables(rows)
+    print("\n## memory per decoded document\n" .. table.concat(notes, "\n"))
     print(string.format("\n(%d rows in %.0f s)", #rows, now() - started))
     if report then
         write_chart(rows, report.png)
-        write_report(rows, report.doc, report.png, report.native)
+        write_report(rows, notes, report.doc, report.png, report.native)
         print("wrote " .. report.doc .. " and " .. report.png)
     end
 end

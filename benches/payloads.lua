@@ -239,6 +239,9 @@ function _M.access(n)
         .. concat(index, ",") .. "}}"
 end
 
+-- A tool call's arguments, as a model sends them: 64 bytes.
+_M.TOOL_CALL = '{"order_id":"A-20931","options":{"history":true,"max_items":25}}'
+
 -- The sizes of the chat ladder, in bytes, with their labels.
 _M.ladder = {
     { "2 KB", 2048 }, { "60 KB", 60e3 }, { "100 KB", 100e3 }, { "200 KB", 200e3 },

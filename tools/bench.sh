@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `make bench`: the native core benchmark on every payload, then the Lua
-# comparison against lua-cjson (and lua-resty-simdjson when installed).
+# comparison against OpenResty's lua-cjson fork and lua-resty-simdjson
+# (built by tools/baselines.sh when ../shared/baselines or BASELINES=DIR is
+# there; Debian's lua-cjson otherwise).
 #
 #   REPORT=1   also rewrite the generated part of docs/benchmarks.md and the
 #              chart docs/benchmarks.png (`make bench-report`)
@@ -23,7 +25,11 @@ else
 fi
 
 echo
-echo "== Lua: qjson vs lua-cjson, one LuaJIT process per scenario"
+# OpenResty's lua-cjson fork and Kong's lua-resty-simdjson (tools/baselines.sh
+# says why when there are none: Debian's lua-cjson is used then).
+QJSON_BASELINES=$(tools/baselines.sh) || QJSON_BASELINES=""
+export QJSON_BASELINES
+echo "== Lua: qjson vs lua-cjson${QJSON_BASELINES:+ (OpenResty's fork)}, one LuaJIT process per scenario"
 if [ "${REPORT:-0}" = 1 ]; then
     luajit benches/lua_bench.lua --report docs/benchmarks.md docs/benchmarks.png "$work/native.txt"
 else
