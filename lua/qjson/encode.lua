@@ -318,13 +318,11 @@ local function put_object_splice(st, ptr, base, depth)
         last[key] = i
     end
     local m = #entries
+    -- Source up to the first member (or past '{') goes out once, before
+    -- the first member or addition written; `emitted` says it has.
+    -- (Inline, not a closure: creating one is not compiled.)
+    local members_from = m > 0 and key_starts[1] or from + 1
     local emitted = false
-    local function open_members()
-        if not emitted then
-            copy(base, from, m > 0 and key_starts[1] or from + 1)
-            emitted = true
-        end
-    end
     for i = 1, m do
         local key = keys[i]
         local v = cache[key]
@@ -340,7 +338,8 @@ local function put_object_splice(st, ptr, base, depth)
         if emitted then
             copy(base, value_ends[i - 1], key_starts[i])
         else
-            open_members()
+            copy(base, from, members_from)
+            emitted = true
         end
         if replace then
             copy(base, key_starts[i], value_starts[i])
@@ -358,7 +357,10 @@ local function put_object_splice(st, ptr, base, depth)
             local v = cache[key]
             if v ~= DELETED and v ~= nil then
                 local separator = emitted
-                open_members()
+                if not emitted then
+                    copy(base, from, members_from)
+                    emitted = true
+                end
                 flush()
                 if separator then buf:put(",") end
                 put_key(key)
@@ -367,8 +369,16 @@ local function put_object_splice(st, ptr, base, depth)
             end
         end
     end
-    open_members()
+    if not emitted then
+        copy(base, from, members_from)
+    end
     copy(base, m > 0 and value_ends[m] or from + 1, to)
+end
+
+-- The byte span of element i (1-based) of the array at cursor.
+local function element_span(ptr, base, cursor, i)
+    C.qjson_get_index(ptr, cursor, i - 1, reader)
+    return span(ptr, base, reader.value.cursor)
 end
 
 local function put_array_splice(st, ptr, base, depth)
@@ -389,13 +399,10 @@ local function put_array_splice(st, ptr, base, depth)
         end
     end
     table_sort(special)
-    local function element_span(i)
-        C.qjson_get_index(ptr, st.cur, i - 1, reader)
-        return span(ptr, base, reader.value.cursor)
-    end
+    local cur = st.cur
     local at = from
     for _, i in ipairs(special) do
-        local vs, ve = element_span(i)
+        local vs, ve = element_span(ptr, base, cur, i)
         copy(base, at, vs)
         flush()
         local v = proxy_get(st, i, reader)
@@ -407,12 +414,12 @@ local function put_array_splice(st, ptr, base, depth)
     -- End of the last kept original element (or just after '[').
     local kept_end = from + 1
     if kept > 0 then
-        local _, ve = element_span(kept)
+        local _, ve = element_span(ptr, base, cur, kept)
         kept_end = ve
     end
     local source_end = from + 1
     if n0 > 0 then
-        local _, ve = element_span(n0)
+        local _, ve = element_span(ptr, base, cur, n0)
         source_end = ve
     end
     copy(base, at, kept_end)
