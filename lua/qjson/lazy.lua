@@ -84,7 +84,10 @@ local function new_proxy(doc, cursor, kind, parent, n)
                  __pairs = mt.__pairs, __ipairs = mt.__ipairs, [IS_PROXY] = true,
                  doc = doc, cur = cursor, kind = kind, cache = {}, dirty = false,
                  parent = parent, n = n, n0 = n }
-    return setmetatable({}, st)
+    -- Not a tail call: `return setmetatable(...)` ends the trace of a
+    -- function that got one of its own ("leaving loop in root trace").
+    local proxy = setmetatable({}, st)
+    return proxy
 end
 
 -- The Lua value for the qjson_value `cell` a read of `doc` just filled;
