@@ -411,14 +411,19 @@ local function item_value(item)
     return null, 0
 end
 
-local function build(items)
+-- Per open container: the table, the items it still expects, whether it
+-- is an object, and (arrays) the next index to fill. The shared reader's
+-- section reuses one set (no tables made per document); a section inside
+-- another (a finalizer decoding) makes its own.
+local main_stacks = { {}, {}, {}, {} }
+
+local function build(items, stacks)
     local root, open = item_value(items[0])
     if open == 0 then
         return root
     end
-    -- Per open container: the table, the items it still expects, whether
-    -- it is an object, and (arrays) the next index to fill.
-    local tables, lefts, objects, nexts = { root }, { open }, { items[0].type == T_OBJECT }, { 1 }
+    local tables, lefts, objects, nexts = stacks[1], stacks[2], stacks[3], stacks[4]
+    tables[1], lefts[1], objects[1], nexts[1] = root, open, items[0].type == T_OBJECT, 1
     local depth = 1
     local i = 1
     while depth > 0 do
@@ -456,6 +461,8 @@ local function build(items)
                 end
             end
         end
+        -- (Let the collector have the table.)
+        tables[depth] = nil
         depth = depth - 1
         ::descend::
     end
@@ -466,7 +473,8 @@ end
 -- value type), through reader R.
 local function tape_value(ptr, cursor, R)
     C.qjson_tape(ptr, cursor, R)
-    return build(R.items)
+    local v = build(R.items, R == qffi.main and main_stacks or { {}, {}, {}, {} })
+    return v
 end
 _M.tape_value = tape_value
 
