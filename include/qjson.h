@@ -235,6 +235,15 @@ size_t qjson_escape(const char *src, size_t len, int escape_slash, char *dst, si
    from the host process at call time, so libqjson links no Lua library. */
 int qjson_lua_null(void *L);
 
+/* A lua_CFunction, for package.loadlib: qjson_lua_decode(text, max_depth,
+   duplicate_keys, null, empty_array_mt) decodes text into plain Lua tables
+   (JSON null as `null`, empty arrays with metatable `empty_array_mt`) and
+   returns the value; or nil and the error message ("invalid number at
+   byte 17"); or nil alone when the caller should decode another way
+   (nesting deeper than the Lua stack can grow). Resolves the Lua API like
+   qjson_lua_null; returns nothing when the process has none. */
+int qjson_lua_decode(void *L);
+
 #ifdef __cplusplus
 }
 #endif

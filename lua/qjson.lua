@@ -17,6 +17,9 @@ local options = require("qjson.options")
 local C = qffi.C
 local enter = qffi.enter
 local leave = qffi.leave
+local c_decode = qffi.c_decode
+local null = qffi.null
+local empty_array_mt = lazy.empty_array_mt
 local ffi_string = ffi.string
 local new_doc = doc.new
 local error = error
@@ -149,6 +152,26 @@ end
 -- Returns the value, or nil, the message and its level.
 local function decode(text, opts)
     if opts and opts.lazy == false then
+        if c_decode and type(text) == "string" then
+            -- Built by the native side with the Lua C API; nil alone means
+            -- "not this way" (nesting deeper than the Lua stack allows).
+            local R = enter()
+            local o, err = options_for(opts, "decode", R)
+            local max_depth, duplicate_keys
+            if o then
+                max_depth, duplicate_keys = o.max_depth, o.duplicate_keys
+            end
+            leave(R)
+            if not o then
+                return nil, err, MISUSE
+            end
+            local v, message = c_decode(text, max_depth, duplicate_keys, null, empty_array_mt)
+            if v ~= nil then
+                return v
+            elseif message then
+                return nil, "qjson: " .. message, DATA
+            end
+        end
         -- The document lives only while its tape is read: no Lua object,
         -- no finalizer, nothing for the collector to pace.
         local R = enter()

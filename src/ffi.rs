@@ -14,6 +14,7 @@ use std::panic::catch_unwind;
 use crate::document::{Document, pool};
 use crate::error::{Error, ErrorCode};
 use crate::escape;
+use crate::lua_api;
 use crate::navigate::ValueType;
 use crate::navigate::tape::Item;
 use crate::scan;
@@ -734,33 +735,38 @@ pub unsafe extern "C" fn qjson_raw(
 }
 
 /// A `lua_CFunction` that pushes the NULL light userdata and returns 1
-/// (0 if the host process has no Lua API).
-///
-/// The Lua API is looked up in the process at call time rather than
-/// linked, so the library loads in processes without Lua too.
+/// (0 if the host process has no Lua API to be found: see
+/// [`crate::lua_api`]).
 ///
 /// # Safety
 /// Called by Lua with its own `lua_State`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn qjson_lua_null(state: *mut c_void) -> c_int {
-    unsafe extern "C" {
-        fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
-    }
-    /// glibc's and musl's RTLD_DEFAULT.
-    const RTLD_DEFAULT: *mut c_void = ptr::null_mut();
-    type PushLightUserdata = unsafe extern "C" fn(*mut c_void, *mut c_void);
-    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name.
-    let symbol = unsafe { dlsym(RTLD_DEFAULT, c"lua_pushlightuserdata".as_ptr()) };
-    if symbol.is_null() {
+pub unsafe extern "C-unwind" fn qjson_lua_null(state: *mut c_void) -> c_int {
+    let Some(api) = lua_api::api() else {
         return 0;
-    }
-    // SAFETY: lua_pushlightuserdata has this signature in every Lua 5.1
-    // API, LuaJIT's included.
-    let push: PushLightUserdata = unsafe { core::mem::transmute(symbol) };
+    };
     // SAFETY: Lua called us with its state; pushing one value is within
     // the LUA_MINSTACK slots every C function may use.
-    unsafe { push(state, ptr::null_mut()) };
+    unsafe { (api.pushlightuserdata)(state, ptr::null_mut()) };
     1
+}
+
+/// A `lua_CFunction`: `qjson_lua_decode(text, max_depth, duplicate_keys,
+/// null, empty_array_mt)` decodes `text` into plain Lua tables (eager
+/// decode) and returns the value, or nil and the error message, or nil
+/// alone when the caller should take the FFI path instead (see
+/// [`crate::lua_api::eager`]). Returns nothing if the process has no Lua
+/// API to be found.
+///
+/// # Safety
+/// Called by Lua with its own `lua_State`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn qjson_lua_decode(state: *mut c_void) -> c_int {
+    let Some(api) = lua_api::api() else {
+        return 0;
+    };
+    // SAFETY: Lua called us with its state, and api is its API.
+    unsafe { lua_api::eager::decode(api, state) }
 }
 
 /// Escapes a prefix of `src[..len]` into `dst[..cap]` like lua-cjson;

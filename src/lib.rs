@@ -13,6 +13,7 @@
 //! | values | [`values`] | cursor → unescaped string, exact `i64`, correctly rounded `f64` |
 //! | document | [`document`] | owns one text's index and scratch; pooled for reuse |
 //! | escape | [`escape`] | Lua string → JSON string contents, escaped like lua-cjson (for `qjson.encode`) |
+//! | Lua API | [`lua_api`] | document → Lua tables built with the Lua C API (eager decode), the API found at run time |
 //! | errors | [`error`] | one code enum (mirrored in `include/qjson.h`) and its messages |
 //!
 //! Nothing is read out of a document before the whole text has been
@@ -24,6 +25,7 @@ pub mod error;
 pub mod escape;
 pub mod ffi;
 pub mod index;
+pub mod lua_api;
 pub mod navigate;
 pub mod scan;
 #[cfg(test)]

@@ -278,6 +278,22 @@ local function find_null()
 end
 
 local null = find_null()
+
+-- Eager decode through the Lua C API (src/lua_api/eager.rs), when the
+-- process's Lua API can be found; nil otherwise, and callers use the FFI.
+local function find_c_decode()
+    local decode = package.loadlib(lib_path, "qjson_lua_decode")
+    if not decode then
+        return nil
+    end
+    local ok, v = pcall(decode, "[null]", 1000, 0, null, {})
+    if ok and type(v) == "table" and v[1] == null then
+        return decode
+    end
+    return nil
+end
+
+local c_decode = find_c_decode()
 local ffi_string = ffi.string
 local T_NULL = lib.QJSON_TYPE_NULL
 local T_FALSE = lib.QJSON_TYPE_FALSE
@@ -461,6 +477,7 @@ return {
     path = lib_path,
     cdef = cdef,
     null = null,
+    c_decode = c_decode,
     scalar = scalar,
     enter = enter,
     leave = leave,

@@ -2,8 +2,8 @@
 --
 --   tools/nginx-lua spec/nginx/run.lua
 --
--- The content phase (this file's own request) runs the parse, decode, safe
--- and differential specs and spec/nginx/nginx_checks.lua; the rewrite,
+-- The content phase (this file's own request) runs the parse, decode, safe,
+-- differential and eager specs and spec/nginx/nginx_checks.lua; the rewrite,
 -- access, header_filter, body_filter and log phases of one real request
 -- each run the parse, decode and safe specs again. qjson is loaded once
 -- per worker through lua_package_cpath, as in production, so every phase
@@ -27,7 +27,7 @@ local function run_specs(phase, names)
 end
 
 run_specs("content", EVERY_PHASE)
-run_specs("content", { "differential_spec" })
+run_specs("content", { "differential_spec", "eager_spec" })
 tap.run_file("content", here .. "nginx_checks.lua")
 
 for _, phase in ipairs(OTHER_PHASES) do

@@ -1,0 +1,137 @@
+-- qjson.decode(text, { lazy = false }) builds its tables natively, through
+-- the Lua C API (src/lua_api/eager.rs), and falls back to the FFI builder
+-- (the one qjson.materialize uses) where that path cannot go. The two must
+-- be indistinguishable: same values, same errors.
+
+local qjson = require("qjson")
+local qffi = require("qjson.ffi")
+local helper = require("helper")
+local gen = require("gen")
+
+local EAGER = { lazy = false }
+local DATA = helper.data_dir()
+local c_decode = qffi.c_decode
+
+-- The FFI builder's value for a text (raises like qjson.decode).
+local function via_ffi(s, opts)
+    return qjson.materialize(qjson.decode(s, opts))
+end
+
+local function same(a, b)
+    local ok, where = gen.deep_equal(a, b)
+    return ok, where
+end
+
+local function files(dir, pattern)
+    local list = {}
+    for _, name in ipairs(helper.list(DATA .. "/" .. dir)) do
+        if name:match(pattern) then
+            list[#list + 1] = { name = name, text = helper.read(DATA .. "/" .. dir .. "/" .. name) }
+        end
+    end
+    return list
+end
+
+local function nested(n)
+    return string.rep("[", n) .. "1" .. string.rep("]", n)
+end
+
+describe("eager decode through the Lua C API", function()
+    it("is the path this LuaJIT takes", function()
+        assert.is_function(c_decode)
+    end)
+
+    it("builds what the FFI builder builds, for the corpus and every y_ file", function()
+        local checked = 0
+        for _, f in ipairs(files("corpus", "%.json$")) do
+            assert(same(qjson.decode(f.text, EAGER), via_ffi(f.text)), f.name)
+            checked = checked + 1
+        end
+        for _, f in ipairs(files("jsontestsuite", "^y_.*%.json$")) do
+            local ok, where = same(qjson.decode(f.text, EAGER), via_ffi(f.text))
+            assert(ok, f.name .. ": " .. tostring(where))
+            checked = checked + 1
+        end
+        assert.is_true(checked >= 98)
+    end)
+
+    it("rejects every n_ file with qjson.parse's message", function()
+        local checked = 0
+        for _, f in ipairs(files("jsontestsuite", "^n_.*%.json$")) do
+            local ok_parse, parse_err = pcall(qjson.parse, f.text)
+            local ok_eager, eager_err = pcall(qjson.decode, f.text, EAGER)
+            assert.is_false(ok_parse, f.name)
+            assert.is_false(ok_eager, f.name)
+            assert.equal(parse_err, eager_err, f.name)
+            checked = checked + 1
+        end
+        assert.is_true(checked >= 180)
+    end)
+
+    it("keeps null, empty arrays, escapes and NUL bytes", function()
+        local t = qjson.decode('{"a":null,"e":[],"o":{},"s":"x\\u0000y\\n\\u00e9",'
+                               .. '"n":[-0,1e400,2.5],"b":[true,false]}', EAGER)
+        assert.equal(qjson.null, t.a)
+        assert.equal(qjson.empty_array_mt, getmetatable(t.e))
+        assert.equal("[]", qjson.encode(t.e))
+        assert.is_nil(next(t.o))
+        assert.equal("x\0y\n\xc3\xa9", t.s)
+        assert.equal(math.huge, t.n[2])
+        assert.equal(-math.huge, 1 / t.n[1])
+        assert.same({ true, false }, t.b)
+        -- Scalar roots.
+        assert.equal("s", qjson.decode('"s"', EAGER))
+        assert.equal(qjson.null, qjson.decode("null", EAGER))
+        assert.is_false(qjson.decode(" false ", EAGER))
+        assert.equal(7, qjson.decode("7", EAGER))
+    end)
+
+    it("applies max_depth and duplicate_keys as parse does", function()
+        local s = nested(6)
+        assert.has_error(function() qjson.decode(s, { lazy = false, max_depth = 5 }) end,
+                         "qjson: nesting too deep at byte 5")
+        assert.equal(1, qjson.decode(s, { lazy = false, max_depth = 6 })[1][1][1][1][1][1])
+        local dup = '{"a":1,"a":2}'
+        assert.equal(2, qjson.decode(dup, EAGER).a)
+        local strict = { lazy = false, duplicate_keys = "error" }
+        assert.has_error(function() qjson.decode(dup, strict) end,
+                         select(2, pcall(qjson.parse, dup, { duplicate_keys = "error" })))
+    end)
+
+    it("leaves nesting deeper than the Lua stack to the FFI builder", function()
+        local deep = nested(20000)
+        assert.is_nil(select(2, c_decode(deep, 100000, 0, qjson.null, qjson.empty_array_mt)))
+        local t = qjson.decode(deep, { lazy = false, max_depth = 100000 })
+        local depth = 0
+        while type(t) == "table" do
+            t, depth = t[1], depth + 1
+        end
+        assert.same({ 20000, 1 }, { depth, t })
+        -- Within the stack it builds the whole thing itself.
+        assert.is_table(c_decode(nested(3000), 100000, 0, qjson.null, qjson.empty_array_mt))
+    end)
+
+    it("survives finalizers that decode while it builds", function()
+        -- Garbage with finalizers that decode eagerly: the collector runs
+        -- them from allocations inside the native build.
+        local text = '{"k":[' .. string.rep('"a string to allocate",', 2000) .. '"end"]}'
+        local inner, seen = '{"inner":[1,2,3]}', 0
+        local function garbage()
+            for _ = 1, 50 do
+                local u = newproxy(true)
+                getmetatable(u).__gc = function()
+                    local v = qjson.decode(inner, EAGER)
+                    if v.inner[3] == 3 then seen = seen + 1 end
+                end
+            end
+        end
+        for _ = 1, 40 do
+            garbage()
+            local t = qjson.decode(text, EAGER)
+            assert.equal(2001, #t.k)
+            assert.equal("end", t.k[2001])
+        end
+        collectgarbage()
+        assert.is_true(seen > 0)
+    end)
+end)
