@@ -29,7 +29,11 @@ echo
 # says why when there are none: Debian's lua-cjson is used then).
 QJSON_BASELINES=$(tools/baselines.sh) || QJSON_BASELINES=""
 export QJSON_BASELINES
-echo "== Lua: qjson vs lua-cjson${QJSON_BASELINES:+ (OpenResty's fork)}, one LuaJIT process per scenario"
+which="Debian's lua-cjson"
+if [ -n "$QJSON_BASELINES" ]; then
+    which="OpenResty's lua-cjson fork and lua-resty-simdjson"
+fi
+echo "== Lua: qjson vs $which, one LuaJIT process per scenario"
 if [ "${REPORT:-0}" = 1 ]; then
     luajit benches/lua_bench.lua --report docs/benchmarks.md docs/benchmarks.png "$work/native.txt"
 else
