@@ -1,0 +1,85 @@
+-- Under a LuaJIT built with Lua 5.2 compatibility (OpenResty's), the
+-- length operator and pairs/ipairs honour __len, __pairs and __ipairs, so
+-- `#t`, `pairs(t)` and `ipairs(t)` on a proxy must give what qjson.len,
+-- qjson.pairs and qjson.ipairs give. make test runs every spec under such
+-- a LuaJIT too (tools/luajit52.sh); under Debian's, these are pending.
+
+local qjson = require("qjson")
+
+local COMPAT52 = #setmetatable({}, { __len = function() return 1 end }) == 1
+
+-- The (key, value) pairs an iterator triple yields, in order.
+local function collect(f, s, var)
+    local out = {}
+    for k, v in f, s, var do
+        out[#out + 1] = { k, v }
+    end
+    return out
+end
+
+local TEXTS = {
+    '{"model":"gpt-4o","n":2,"model":"gpt-4.1","messages":[{"role":"user"},{"role":"tool"}]}',
+    '[1,"two",null,{"x":[]},[3,4],false]',
+    '{}',
+    '[]',
+    '{"a":{"b":{"c":[1,2,3]}},"z":0}',
+}
+
+-- Every proxy in `t`, depth first.
+local function proxies(t, out)
+    out = out or {}
+    if type(t) == "table" then
+        out[#out + 1] = t
+        for _, v in qjson.pairs(t) do
+            proxies(v, out)
+        end
+    end
+    return out
+end
+
+local function assert_same_views(t, label)
+    assert.equal(qjson.len(t), #t, label)
+    assert.same(collect(qjson.pairs(t)), collect(pairs(t)), label)
+    assert.same(collect(qjson.ipairs(t)), collect(ipairs(t)), label)
+end
+
+describe("with Lua 5.2 compatibility", function()
+    if not COMPAT52 then
+        it("#, pairs and ipairs of proxies (needs LuaJIT built with LUA52COMPAT)", function()
+            pending("this LuaJIT has no Lua 5.2 compatibility; make test runs this spec "
+                    .. "again under one that has (tools/luajit52.sh)")
+        end)
+        return
+    end
+
+    it("#, pairs and ipairs of proxies agree with qjson.len, qjson.pairs, qjson.ipairs", function()
+        for _, s in ipairs(TEXTS) do
+            for n, t in ipairs(proxies(qjson.decode(s))) do
+                assert_same_views(t, s .. " #" .. n)
+            end
+        end
+    end)
+
+    it("and still agree after writes, deletions and appends", function()
+        local t = qjson.decode(TEXTS[1])
+        t.model = nil
+        t.extra = { 1, 2 }
+        t.n = 3
+        local m = t.messages
+        m[#m + 1] = { role = "assistant" }
+        m[1] = nil
+        assert_same_views(t, "object")
+        assert_same_views(m, "array")
+        local a = qjson.decode(TEXTS[2])
+        a[#a] = nil
+        a[#a + 1] = "end"
+        assert_same_views(a, "array after changes")
+        assert.equal(6, #a)
+    end)
+
+    it("on plain tables, eager decode and materialize as on any table", function()
+        local plain = qjson.decode(TEXTS[2], { lazy = false })
+        assert_same_views(plain, "eager")
+        assert_same_views(qjson.materialize(qjson.decode(TEXTS[5])), "materialized")
+    end)
+end)
