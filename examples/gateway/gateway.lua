@@ -32,12 +32,25 @@
 --
 -- access("cjson") runs the same policy with lua-cjson, for comparison
 -- (tools/gateway_bench.sh); cjson cannot detect repeated keys.
+-- access("body") only reads the body, with no JSON at all: the ceiling for
+-- any Lua JSON library in the load test.
+--
+-- stream_filter(codec) is a body filter for streamed (SSE) responses: it
+-- reads each event's `choices[0].delta.content` and `usage.total_tokens`
+-- as a gateway does to meter a stream, passes the body on unchanged, and
+-- at the end appends an SSE comment with what it read
+-- (": gateway events=N content_bytes=B total_tokens=T"), which clients
+-- ignore and tests check. With "cjson" each event is split out and
+-- decoded with cjson.decode instead of qjson.sse.
 
 local qjson_safe = require("qjson.safe")
+local sse = require("qjson.sse")
 local cjson_safe = require("cjson.safe")
 
 local ngx = ngx
 local io_open = io.open
+local format = string.format
+local tonumber = tonumber
 local type = type
 local pairs = pairs
 local ipairs = ipairs
@@ -105,10 +118,13 @@ end
 -- The access-phase handler: rejects the request (ends it with 400/403)
 -- or lets it through with the body the upstream must see.
 function _M.access(codec)
-    local json = CODECS[codec or "qjson"]
+    local json = CODECS[codec] or CODECS.qjson
     local body, err = _M.read_body()
     if not body or body == "" then
         return reject(json, 400, err or "request body is empty")
+    end
+    if codec == "body" then
+        return
     end
     local req
     req, err = json.decode(body)
@@ -149,6 +165,81 @@ function _M.access(codec)
             return reject(json, 500, err)
         end
         ngx.req.set_body_data(out)
+    end
+end
+
+-- What a stream filter has read so far, per response.
+local function stream_state()
+    local st = ngx.ctx.gateway_stream
+    if not st then
+        st = { events = 0, content = 0, total = 0, pending = "" }
+        ngx.ctx.gateway_stream = st
+    end
+    return st
+end
+
+-- Counts one event's delta text and usage.
+local function meter(st, content, total)
+    st.events = st.events + 1
+    if type(content) == "string" then
+        st.content = st.content + #content
+    end
+    if total then
+        st.total = tonumber(total)
+    end
+end
+
+local function filter_qjson(st, chunk, eof)
+    local stream = st.sse
+    if not stream then
+        stream = sse.new()
+        st.sse = stream
+    end
+    local events = eof and stream:finish(chunk) or stream:feed(chunk)
+    for i = 1, #events do
+        local doc = events[i]:parse()
+        if doc then
+            meter(st, doc:get("choices[0].delta.content"), doc:get_i64("usage.total_tokens"))
+        end
+    end
+end
+
+-- cjson has no stream reader: events end at a blank line and (as the
+-- stand-in upstream sends them) are one "data: " line, decoded whole.
+local function filter_cjson(st, chunk)
+    local text = st.pending .. chunk
+    local from = 1
+    while true do
+        local at, stop = text:find("\n\n", from, true)
+        if not at then break end
+        local data = text:sub(from, from + 5) == "data: " and text:sub(from + 6, at - 1)
+        if data and data ~= "[DONE]" then
+            local ev = cjson_safe.decode(data)
+            if type(ev) == "table" then
+                local choice = type(ev.choices) == "table" and ev.choices[1]
+                local delta = type(choice) == "table" and choice.delta
+                local usage = type(ev.usage) == "table" and ev.usage
+                meter(st, type(delta) == "table" and delta.content or nil,
+                      usage and usage.total_tokens or nil)
+            end
+        end
+        from = stop + 1
+    end
+    st.pending = text:sub(from)
+end
+
+-- The body filter for streamed responses (see the header).
+function _M.stream_filter(codec)
+    local st = stream_state()
+    local chunk, eof = ngx.arg[1], ngx.arg[2]
+    if codec == "cjson" then
+        filter_cjson(st, chunk)
+    else
+        filter_qjson(st, chunk, eof)
+    end
+    if eof then
+        ngx.arg[1] = chunk .. format(": gateway events=%d content_bytes=%d total_tokens=%d\n\n",
+                                     st.events, st.content, st.total)
     end
 end
 

@@ -13,6 +13,7 @@ local gateway = require("gateway")
 
 local ngx = ngx
 local format = string.format
+local tonumber = tonumber
 local byte = string.byte
 local gsub = string.gsub
 
@@ -45,6 +46,37 @@ function _M.echo(hash)
         content_length = ngx.var.http_content_length,
         sha256 = hash and _M.sha256_hex(body) or nil,
     }))
+end
+
+-- A streamed chat completion: `n` chat.completion.chunk events of about
+-- 250 bytes (a role delta, n - 3 words, a finish reason, then usage) and
+-- [DONE], made once per count.
+local streams = {}
+local function stream_text(n)
+    local text = streams[n]
+    if text then
+        return text
+    end
+    local head = 'data: {"id":"chatcmpl-AbC123","object":"chat.completion.chunk",'
+        .. '"created":1763700000,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":'
+    local events = { head .. '{"role":"assistant","content":""},"finish_reason":null}]}\n\n' }
+    for i = 2, n - 2 do
+        events[i] = head .. format('{"content":" word%d"},"finish_reason":null}]}\n\n', i)
+    end
+    events[n - 1] = head .. '{},"finish_reason":"stop"}]}\n\n'
+    events[n] = head .. '{},"finish_reason":null}],"usage":{"prompt_tokens":10,'
+        .. format('"completion_tokens":%d,"total_tokens":%d}}\n\n', n, n + 10)
+    events[n + 1] = "data: [DONE]\n\n"
+    text = table.concat(events)
+    streams[n] = text
+    return text
+end
+
+-- GET /v1/stream?events=N: a streamed response of N events (default 200).
+function _M.stream()
+    local n = math.max(4, tonumber(ngx.var.arg_events) or 200)
+    ngx.header.content_type = "text/event-stream"
+    ngx.print(stream_text(n))
 end
 
 -- GET /requests: the count so far.

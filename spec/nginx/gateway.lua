@@ -193,3 +193,18 @@ describe("invalid JSON gets a 400 with qjson's message and is not forwarded", fu
         assert_rejected("", 400, "request body is empty")
     end)
 end)
+
+describe("the gateway meters a streamed response", function()
+    local STREAM = GATEWAY:gsub("/v1/chat/completions$", "/v1/stream")
+
+    it("passes every event on and reads each one's delta and usage", function()
+        local direct = run("curl -sS '" .. UPSTREAM .. "/v1/stream?events=50'")
+        local through = run("curl -sS '" .. STREAM .. "?events=50'")
+        -- The upstream's bytes, then the filter's closing comment: 50
+        -- events (and [DONE]), 47 words " wordN" (N = 2..48), 60 tokens.
+        local content = 0
+        for i = 2, 48 do content = content + #(" word" .. i) end
+        assert.equal(direct .. (": gateway events=50 content_bytes=%d total_tokens=60\n\n")
+                     :format(content), through)
+    end)
+end)
