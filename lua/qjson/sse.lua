@@ -41,6 +41,7 @@ local LF = byte("\n")
 local CR = byte("\r")
 local COLON = byte(":")
 local SPACE = byte(" ")
+local D, A, T = byte("dat", 1, 3)
 local BOM = "\239\187\191"
 local DONE = "[DONE]"
 
@@ -129,14 +130,27 @@ local function take_line(self, s, i, j, out)
     if i > j then
         return dispatch(self, out)
     end
-    if byte(s, i) == COLON then
+    local b1, b2, b3, b4, b5, b6 = byte(s, i, i + 5)
+    if b1 == COLON then
         return
     end
-    -- The field name ends at the first colon, or else at the line's end
-    -- (the pattern stops at a terminator, so it never reads past j).
-    local _, colon = find(s, "^[^:\r\n]*:", i)
+    -- The usual line, "data: ...", read without a search or a new string
+    -- for its field name (plain finds and byte compares compile; patterns
+    -- do not).
+    if b1 == D and b2 == A and b3 == T and b4 == A and b5 == COLON and i + 4 <= j then
+        local from = i + 5
+        if b6 == SPACE and from <= j then
+            from = from + 1
+        end
+        local n = self.ndata + 1
+        self.ndata = n
+        self.data[n] = sub(s, from, j)
+        return
+    end
+    -- The field name ends at the first colon, or else at the line's end.
+    local colon = find(s, ":", i, true)
     local field, value
-    if colon then
+    if colon and colon <= j then
         field = sub(s, i, colon - 1)
         local from = colon + 1
         if byte(s, from) == SPACE and from <= j then
@@ -244,8 +258,17 @@ local function scan(self, chunk, out)
             pos = 2
         end
     end
+    -- The next CR, looked for again only once passed: most streams have
+    -- none, and then each line costs one plain find for its LF.
+    local cr = find(chunk, "\r", pos, true) or n + 1
     while pos <= n do
-        local e = find(chunk, "[\r\n]", pos)
+        if cr < pos then
+            cr = find(chunk, "\r", pos, true) or n + 1
+        end
+        local e = find(chunk, "\n", pos, true)
+        if not e or cr < e then
+            e = cr <= n and cr or nil
+        end
         if not e then
             keep(self, chunk, pos, n, out)
             return
