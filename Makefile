@@ -74,12 +74,22 @@ LUA_DIR ?= $(PREFIX)/share/lua/5.1
 LIB_DIR ?= $(PREFIX)/lib/lua/5.1
 
 .PHONY: install
+# QJSON_PREBUILT=path/libqjson.so installs that library instead of
+# building one (tools/rock.sh packs binary rocks this way).
 install:
+ifeq ($(QJSON_PREBUILT),)
 	cargo build --release --quiet
+endif
 	install -d '$(DESTDIR)$(LUA_DIR)/qjson' '$(DESTDIR)$(LIB_DIR)'
 	install -m 644 lua/qjson.lua '$(DESTDIR)$(LUA_DIR)/'
 	install -m 644 lua/qjson/*.lua '$(DESTDIR)$(LUA_DIR)/qjson/'
-	install -m 755 $(LIB) '$(DESTDIR)$(LIB_DIR)/'
+	install -m 755 $(or $(QJSON_PREBUILT),$(LIB)) '$(DESTDIR)$(LIB_DIR)/libqjson.so'
+
+# Binary rocks with a prebuilt libqjson.so (glibc 2.17 and later), for
+# machines without Rust: target/rocks/qjson-<version>.linux-<arch>.rock.
+.PHONY: rock
+rock: deps
+	tools/rock.sh
 
 clean:
 	cargo clean

@@ -101,6 +101,36 @@ stage="$work/stage"
 t "make install PREFIX=/usr DESTDIR=..." make --no-print-directory install PREFIX=/usr DESTDIR="$stage"
 t "LuaJIT loads qjson from the DESTDIR staging tree" check_in_prefix "$stage/usr"
 
+# The binary rock (make rock): installed where no Rust toolchain can run
+# (cargo and rustc on PATH are stubs that fail the test if called), loaded
+# in LuaJIT and nginx; its libqjson.so asks for no glibc newer than 2.17.
+rock_dir="$work/rocks"
+if rock=$(ROCK_DIR="$rock_dir" ARCHES=x86_64 tools/rock.sh 2>"$work/rock.log"); then
+    echo "ok $((n += 1)) - make rock: $(basename "$rock")"
+    stubs="$work/no-rust"
+    mkdir -p "$stubs"
+    for tool in cargo rustc rustup; do
+        printf '#!/bin/sh\necho "%s must not run" >&2\nexit 1\n' "$tool" >"$stubs/$tool"
+        chmod +x "$stubs/$tool"
+    done
+    tree="$work/tree-binary-rock"
+    t "luarocks install $(basename "$rock") without a Rust toolchain" \
+        env PATH="$stubs:/usr/local/bin:/usr/bin:/bin" \
+        "${rocks[@]}" --tree="$tree" install "$rock" --deps-mode=none
+    t "LuaJIT loads qjson from the binary rock's tree" check_in_tree "$tree"
+    t "nginx loads qjson from the binary rock's tree" check_in_tree_nginx "$tree"
+    newest_glibc() {
+        objdump -T "$1" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1
+    }
+    glibc=$(newest_glibc "$tree/lib/lua/5.1/libqjson.so")
+    at_most_2_17() { [ "$(printf '%s\n2.17\n' "$glibc" | sort -V | tail -1)" = 2.17 ]; }
+    t "the rock's libqjson.so needs glibc $glibc at most (2.17 allowed)" at_most_2_17
+else
+    echo "not ok $((n += 1)) - make rock"
+    failed=$((failed + 1))
+    sed 's/^/# /' "$work/rock.log"
+fi
+
 # The check can fail: without its libqjson.so, an installed copy must not
 # quietly load the checkout's.
 rm "$prefix/lib/lua/5.1/libqjson.so"
