@@ -60,31 +60,82 @@ impl Index {
     }
 }
 
-/// Appends `base + i` for every set bit `i` of `bits`, lowest first.
+/// Appends offsets to a `Vec<u32>` through a cursor kept in registers.
 ///
-/// Writes 8 slots at a time into reserved spare capacity, past the count
-/// where needed, then sets the length to the real count: unconditional
-/// stores avoid a mispredicted branch per bit on dense blocks.
-#[inline(always)]
-pub(crate) fn push_bits(out: &mut Vec<u32>, base: u32, mut bits: u64) {
-    let count = bits.count_ones() as usize;
-    if count == 0 {
-        return;
-    }
-    out.reserve(64);
-    let len = out.len();
-    let spare = &mut out.spare_capacity_mut()[..64];
-    let mut written = 0;
-    while written < count {
-        for slot in &mut spare[written..written + 8] {
-            slot.write(base.wrapping_add(bits.trailing_zeros()));
-            bits &= bits.wrapping_sub(1);
+/// Stage 1 appends up to 64 offsets per 64-byte block. Going through
+/// `Vec::push` (or even `Vec::reserve` and `set_len`) per block stores the
+/// length to memory and loads it back in the next block, a loop-carried
+/// trip through memory that the index writes of every block wait on. An
+/// `Appender` reserves room for a run of blocks once, writes through a raw
+/// pointer, and sets the vector's length when dropped.
+pub(crate) struct Appender<'a> {
+    vec: &'a mut Vec<u32>,
+    /// The vector's buffer: `len` initialised entries, then spare room.
+    ptr: *mut u32,
+    len: usize,
+    /// Slots writable at `ptr` (the capacity).
+    cap: usize,
+}
+
+impl<'a> Appender<'a> {
+    /// An appender with room for `blocks` calls of [`Appender::push_bits`].
+    pub(crate) fn new(vec: &'a mut Vec<u32>, blocks: usize) -> Appender<'a> {
+        vec.reserve(64 * blocks);
+        Appender {
+            ptr: vec.as_mut_ptr(),
+            len: vec.len(),
+            cap: vec.capacity(),
+            vec,
         }
-        written += 8;
     }
-    // SAFETY: the loop above initialised slots len..len+written of the
-    // spare capacity, and written >= count; reserve(64) made room for them.
-    unsafe { out.set_len(len + count) }
+
+    /// Appends `base + i` for every set bit `i` of `bits`, lowest first.
+    ///
+    /// Writes 8 slots unconditionally, then 8 more only when there are more
+    /// than 8 bits, and loops only past 16; the length then moves by the
+    /// real count. Most blocks of dense JSON hold fewer than 16
+    /// structurals, so this is at most two predictable branches per block
+    /// instead of one mispredicted branch per bit.
+    ///
+    /// Panics (before writing) when called more often than the appender
+    /// has room for.
+    #[inline(always)]
+    pub(crate) fn push_bits(&mut self, base: u32, mut bits: u64) {
+        assert!(self.cap - self.len >= 64, "appender overrun");
+        let count = bits.count_ones() as usize;
+        // SAFETY: the 64 slots from `len` are inside the buffer (checked
+        // above) and at most 64 of them are written.
+        let out = unsafe { self.ptr.add(self.len) };
+        let mut fill = |from: usize, to: usize| {
+            for i in from..to {
+                // Volatile only so that LLVM keeps these plain 4-byte
+                // stores: it otherwise packs the 8 offsets into a vector
+                // with `vpinsrd`, measured 15-25% slower on the corpus.
+                // SAFETY: i < 64, see above.
+                unsafe {
+                    out.add(i)
+                        .write_volatile(base.wrapping_add(bits.trailing_zeros()))
+                };
+                bits &= bits.wrapping_sub(1);
+            }
+        };
+        fill(0, 8);
+        if count > 8 {
+            fill(8, 16);
+            if count > 16 {
+                fill(16, count);
+            }
+        }
+        self.len += count;
+    }
+}
+
+impl Drop for Appender<'_> {
+    fn drop(&mut self) {
+        // SAFETY: entries up to `len` were initialised by push_bits (or
+        // were the vector's own), within the capacity reserved in `new`.
+        unsafe { self.vec.set_len(self.len) }
+    }
 }
 
 #[cfg(test)]
@@ -94,13 +145,27 @@ mod tests {
     #[test]
     fn push_bits_appends_offsets_in_order() {
         let mut v = vec![7];
-        push_bits(&mut v, 100, 0b1010_0001);
-        assert_eq!(v, [7, 100, 105, 107]);
-        push_bits(&mut v, 0, 0);
-        assert_eq!(v.len(), 4);
-        push_bits(&mut v, 64, u64::MAX);
-        assert_eq!(v.len(), 68);
-        assert_eq!(v[4..], (64..128).collect::<Vec<u32>>()[..]);
+        {
+            let mut out = Appender::new(&mut v, 4);
+            out.push_bits(100, 0b1010_0001);
+            out.push_bits(0, 0);
+            out.push_bits(64, u64::MAX);
+            out.push_bits(200, 0xFFFF_0000_0001_FFFF);
+        }
+        let mut want = vec![7, 100, 105, 107];
+        want.extend(64..128);
+        want.extend((200..217).chain(248..264));
+        assert_eq!(v, want);
+    }
+
+    #[test]
+    #[should_panic(expected = "appender overrun")]
+    fn push_bits_past_the_reserved_room_panics() {
+        let mut v = Vec::new();
+        let mut out = Appender::new(&mut v, 1);
+        for _ in 0..=out.cap / 64 {
+            out.push_bits(0, u64::MAX);
+        }
     }
 
     #[test]

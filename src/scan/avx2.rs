@@ -38,7 +38,7 @@ pub(crate) fn scan(token: Avx2, input: &[u8], index: &mut Index) -> Result<()> {
     unsafe { scan_avx2(token, input, index) }
 }
 
-#[target_feature(enable = "avx2,pclmulqdq")]
+#[target_feature(enable = "avx2,pclmulqdq,popcnt,bmi1")]
 unsafe fn scan_avx2(token: Avx2, input: &[u8], index: &mut Index) -> Result<()> {
     // SAFETY: the enabled features are those `Avx2` stands for.
     unsafe { generic::scan(token, input, index) }

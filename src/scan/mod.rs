@@ -62,7 +62,10 @@ impl Kernel {
             Kernel::Scalar => true,
             #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
             Kernel::Avx2 => {
-                std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("pclmulqdq")
+                std::is_x86_feature_detected!("avx2")
+                    && std::is_x86_feature_detected!("pclmulqdq")
+                    && std::is_x86_feature_detected!("popcnt")
+                    && std::is_x86_feature_detected!("bmi1")
             }
             #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
             Kernel::Avx2 => false,

@@ -214,3 +214,21 @@ fn never_reads_outside_the_input() {
         }
     }
 }
+
+#[test]
+fn long_texts_across_runs_and_a_tail_after_a_full_run() {
+    // generic::scan works in runs of 64 blocks (4096 bytes): texts of
+    // every length around one and two runs, so the tail follows a full
+    // run, a partial one, or none.
+    let mut rng = Rng::new(5);
+    let mut doc = b"[".to_vec();
+    while doc.len() < 8400 {
+        doc.extend_from_slice(&random_json(&mut rng, 2));
+        doc.push(b',');
+    }
+    for end in (4000..4200).chain(8100..8300) {
+        let mut text = doc[..end].to_vec();
+        text.extend_from_slice(b"0]");
+        check_all_kernels(&text, false);
+    }
+}
