@@ -206,8 +206,20 @@ pub(crate) unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> 
                 && utf8.at_boundary()
                 && simd.is_plain_string(&block)
             {
-                utf8.skip_ascii();
+                // Long strings: four blocks per test from here on.
                 pos += 64;
+                // SAFETY: pos + 256 <= run_end <= len: 256 readable bytes.
+                let plain4 = |at: usize| unsafe {
+                    let p = input.as_ptr().add(at);
+                    simd.is_plain_string(&simd.load(p))
+                        & simd.is_plain_string(&simd.load(p.add(64)))
+                        & simd.is_plain_string(&simd.load(p.add(128)))
+                        & simd.is_plain_string(&simd.load(p.add(192)))
+                };
+                while pos + 256 <= run_end && plain4(pos) {
+                    pos += 256;
+                }
+                utf8.skip_ascii();
                 continue;
             }
             utf8.check(&block);

@@ -232,3 +232,20 @@ fn long_texts_across_runs_and_a_tail_after_a_full_run() {
         check_all_kernels(&text, false);
     }
 }
+
+#[test]
+fn specials_at_every_offset_of_a_long_string() {
+    // Long strings are skipped several blocks per test: a quote,
+    // backslash, control or non-ASCII byte anywhere in one must stop the
+    // skip at its block.
+    for special in [&b"\""[..], b"\\n", b"\x01", "\u{e9}".as_bytes(), b"\xc3"] {
+        for at in 0..700 {
+            let mut s = b"[\"".to_vec();
+            s.extend(std::iter::repeat_n(b'a', at));
+            s.extend_from_slice(special);
+            s.extend(std::iter::repeat_n(b'b', 700 - at));
+            s.extend_from_slice(b"\",1]");
+            check_all_kernels(&s, false);
+        }
+    }
+}
