@@ -50,7 +50,7 @@
 //! bandwidth.
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::index::{Appender, Index};
+use crate::index::{Index, push_masks};
 
 /// Per-byte class masks of one 64-byte block (bit `i` describes byte `i`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -228,7 +228,7 @@ pub(crate) unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> 
             found[n] = (pos as u32, structurals);
             n += 1;
             if escapes != 0 {
-                Appender::new(&mut index.escapes, 1).push_bits(pos as u32, escapes);
+                push_masks(&mut index.escapes, &[(pos as u32, escapes)]);
             }
             pos += 64;
         }
@@ -246,14 +246,11 @@ pub(crate) unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> 
             found[n] = (pos as u32, structurals);
             n += 1;
             if escapes != 0 {
-                Appender::new(&mut index.escapes, 1).push_bits(pos as u32, escapes);
+                push_masks(&mut index.escapes, &[(pos as u32, escapes)]);
             }
             pos = len;
         }
-        let mut positions = Appender::new(&mut index.positions, n);
-        for &(base, structurals) in &found[..n] {
-            positions.push_bits(base, structurals);
-        }
+        push_masks(&mut index.positions, &found[..n]);
     }
     if utf8.finish() {
         if let Err(e) = core::str::from_utf8(input) {
