@@ -249,3 +249,22 @@ fn specials_at_every_offset_of_a_long_string() {
         }
     }
 }
+
+#[test]
+fn blocks_of_every_density() {
+    // Offsets are written per block, several at a time: blocks holding
+    // 0 to 64 structurals, each pattern shifted across every lane.
+    let mut rng = Rng::new(6);
+    for density in 0..=64 {
+        let text: Vec<u8> = (0..200)
+            .map(|_| {
+                if rng.below(64) < density {
+                    rng.pick(b"[]{},:")
+                } else {
+                    b' '
+                }
+            })
+            .collect();
+        check_all_kernels(&text, density % 8 == 0);
+    }
+}
