@@ -228,18 +228,22 @@ impl Simd for Avx2 {
             Utf8 {
                 error: _mm256_setzero_si256(),
                 prev: _mm256_setzero_si256(),
-                incomplete: _mm256_setzero_si256(),
+                incomplete: false,
+                truncated: false,
             }
         }
     }
 }
 
 /// Streaming UTF-8 state: accumulated error bits, the previous 32 bytes,
-/// and the "sequence left open" marker of the previous block.
+/// and whether the previous block ended inside a sequence (kept as a flag,
+/// not a vector, to leave the block loop one more vector register).
 pub(crate) struct Utf8 {
     error: __m256i,
     prev: __m256i,
-    incomplete: __m256i,
+    incomplete: bool,
+    /// An ASCII block followed an incomplete sequence.
+    truncated: bool,
 }
 
 impl Utf8 {
@@ -295,13 +299,14 @@ impl Utf8Check<Block> for Utf8 {
             let either = _mm256_or_si256(b.lo, b.hi);
             if _mm256_movemask_epi8(either) == 0 {
                 // ASCII: nothing to check beyond an open sequence.
-                self.error = _mm256_or_si256(self.error, self.incomplete);
-                self.incomplete = _mm256_setzero_si256();
+                self.truncated |= self.incomplete;
+                self.incomplete = false;
             } else {
                 self.check_vector(b.lo, self.prev);
                 self.check_vector(b.hi, b.lo);
-                self.incomplete =
+                let open =
                     _mm256_subs_epu8(b.hi, _mm256_loadu_si256(INCOMPLETE_AT_END.as_ptr().cast()));
+                self.incomplete = _mm256_testz_si256(open, open) == 0;
             }
             self.prev = b.hi;
         }
@@ -316,9 +321,7 @@ impl Utf8Check<Block> for Utf8 {
 
     #[inline(always)]
     fn at_boundary(&self) -> bool {
-        // SAFETY: AVX2 intrinsics; a `Utf8` only exists inside the AVX2
-        // kernel.
-        unsafe { _mm256_testz_si256(self.incomplete, self.incomplete) == 1 }
+        !self.incomplete
     }
 
     #[inline(always)]
@@ -326,8 +329,7 @@ impl Utf8Check<Block> for Utf8 {
         // SAFETY: AVX2 intrinsics; a `Utf8` only exists inside the AVX2
         // kernel.
         unsafe {
-            let error = _mm256_or_si256(self.error, self.incomplete);
-            _mm256_testz_si256(error, error) == 0
+            _mm256_testz_si256(self.error, self.error) == 0 || self.incomplete || self.truncated
         }
     }
 }
