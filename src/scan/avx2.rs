@@ -1,10 +1,8 @@
 //! The AVX2 + PCLMULQDQ kernel: a 64-byte block is two 256-bit vectors.
 //!
 //! * Quotes and backslashes: one byte compare each.
-//! * Whitespace and `{ } [ ] : ,`: one `vpshufb` nibble lookup each. The
-//!   operator lookup compares against `byte | 0x20`, folding `[`/`{` and
-//!   `]`/`}` onto one entry; it also matches 0x0C and 0x1A, which are then
-//!   removed with the control mask so the classes stay exact.
+//! * Whitespace and `{ } [ ] : ,`: one `vpshufb` lookup each in the
+//!   tables of [`super::classify`].
 //! * In-string prefix XOR: carry-less multiply by all ones.
 //! * UTF-8: the nibble-table method of [`super::utf8`], skipped for blocks
 //!   that are pure ASCII.
@@ -14,19 +12,20 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
+use super::classify::{OP_TABLE, WHITESPACE_TABLE};
 use super::generic::{self, Masks, Simd, Utf8Check};
 use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
 use crate::error::Result;
 use crate::index::Index;
 
-/// Proof that the CPU supports AVX2 and PCLMULQDQ.
+/// Proof that the CPU supports AVX2, PCLMULQDQ, POPCNT and BMI1.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Avx2(());
 
 impl Avx2 {
     /// # Safety
-    /// The CPU must support AVX2 and PCLMULQDQ (checked at run time by
-    /// `scan::mod`, the only caller).
+    /// The CPU must support AVX2, PCLMULQDQ, POPCNT and BMI1 (checked at
+    /// run time by `scan::mod`, the only caller).
     pub(crate) unsafe fn new_unchecked() -> Avx2 {
         Avx2(())
     }
@@ -34,7 +33,7 @@ impl Avx2 {
 
 /// Runs stage 1 with this kernel.
 pub(crate) fn scan(token: Avx2, input: &[u8], index: &mut Index) -> Result<()> {
-    // SAFETY: an `Avx2` exists, so the CPU has AVX2 and PCLMULQDQ.
+    // SAFETY: an `Avx2` exists, so the CPU has the features below.
     unsafe { scan_avx2(token, input, index) }
 }
 
@@ -55,22 +54,6 @@ fn table(t: &[u8; 16]) -> __m256i {
     // alignment requirement. Only compiled into AVX2 code paths.
     unsafe { _mm256_loadu_si256(both.as_ptr().cast()) }
 }
-
-const fn nibble_table(entries: &[(u8, u8)]) -> [u8; 16] {
-    // Entries not listed hold 0xFF, which never equals a byte below 0x80
-    // and `vpshufb` yields 0 for bytes from 0x80: no false matches.
-    let mut t = [0xff; 16];
-    let mut i = 0;
-    while i < entries.len() {
-        t[entries[i].0 as usize] = entries[i].1;
-        i += 1;
-    }
-    t
-}
-
-const WHITESPACE_TABLE: [u8; 16] =
-    nibble_table(&[(0x0, b' '), (0x9, b'\t'), (0xa, b'\n'), (0xd, b'\r')]);
-const OP_TABLE: [u8; 16] = nibble_table(&[(0xa, b':'), (0xb, b'{'), (0xc, b','), (0xd, b'}')]);
 
 /// For every byte value, the positions of its set bits, lowest first
 /// (padded with zeros).

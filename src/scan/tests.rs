@@ -47,8 +47,13 @@ fn the_machine_runs_a_simd_kernel_when_it_has_one() {
     let kernels: Vec<_> = supported_kernels().collect();
     assert!(kernels.contains(&Kernel::Scalar));
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        assert!(kernels.contains(&Kernel::Avx2));
+    {
+        if std::is_x86_feature_detected!("avx2") {
+            assert!(kernels.contains(&Kernel::Avx2));
+        }
+        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") {
+            assert!(kernels.contains(&Kernel::Avx512));
+        }
     }
 }
 
