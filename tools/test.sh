@@ -16,7 +16,9 @@ if grep -qw avx2 /proc/cpuinfo && grep -qw pclmulqdq /proc/cpuinfo; then
     kernels+=(avx2)
 fi
 
-section() { printf '\n=== %s\n' "$*"; }
+# Each section header carries the seconds since this script started, so the
+# slow parts of the 15-minute budget are visible in any CI log.
+section() { printf '\n=== [%ds] %s\n' "$SECONDS" "$*"; }
 
 # A single pass/fail check (lints, formatting).
 check() {
@@ -128,7 +130,7 @@ tap_tests "valgrind memcheck, JIT off: parse, safe, decode, eager, re-entry spec
     tools/memcheck.sh spec/parse_spec.lua spec/safe_spec.lua spec/decode_spec.lua \
     spec/eager_spec.lua spec/reentry_spec.lua
 
-echo
+section "done"
 if [ ${#failures[@]} -gt 0 ]; then
     echo "failed: ${failures[*]}"
 fi
