@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "== native core: stage 1 and full validation vs a memchr pass (GB/s)"
+echo "== native core: stage 1, stage 2 and full validation vs a memchr pass (GB/s)"
 if [ "${QUICK:-0}" = 1 ]; then
     echo "(skipped under QUICK=1)"
     : >"$work/native.txt"

@@ -207,3 +207,16 @@ fn depth_verdicts_match_the_reference() {
         }
     }
 }
+
+#[test]
+#[should_panic(expected = "the index does not belong to this text")]
+fn an_index_reaching_past_the_text_is_refused() {
+    let mut index = Index::default();
+    scan::scan(b"[1, 2]", &mut index).unwrap();
+    let _ = validate(
+        b"[1]",
+        &mut index,
+        &Options::default(),
+        &mut Scratch::default(),
+    );
+}

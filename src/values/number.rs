@@ -11,7 +11,7 @@ use crate::error::ErrorCode;
 
 /// The end of the JSON number that starts at `src[start]`, or `None` if
 /// the bytes there are not a number. The caller checks what follows.
-#[inline]
+#[inline(always)]
 pub fn number_end(src: &[u8], start: usize) -> Option<usize> {
     let mut i = start;
     if src.get(i) == Some(&b'-') {
@@ -46,7 +46,7 @@ pub fn number_end(src: &[u8], start: usize) -> Option<usize> {
 /// The index of the first byte at or after `i` that is not an ASCII
 /// digit (or `src.len()`), eight bytes at a time: number-heavy texts
 /// (coordinates, prices) spend most of their validation here.
-#[inline]
+#[inline(always)]
 fn skip_digits(src: &[u8], mut i: usize) -> usize {
     const ZEROS: u64 = 0x3030_3030_3030_3030;
     // A byte above '9' reaches 0x80 when 0x46 is added.
