@@ -13,7 +13,7 @@ use crate::error::ErrorCode;
 /// the bytes there are not a number. The caller checks what follows.
 ///
 /// Validation calls this for every number of a text, so the usual case,
-/// a number of fewer than [`WINDOW`] bytes, is decided from one mask of
+/// a number of fewer than 32 bytes, is decided from one mask of
 /// the window's non-digits, a few bit scans and no loop over the digits.
 #[inline(always)]
 pub fn number_end(src: &[u8], start: usize) -> Option<usize> {
