@@ -184,6 +184,13 @@ struct Text<'a> {
 }
 
 impl Text<'_> {
+    /// The byte at `position`, one of `positions`.
+    #[inline(always)]
+    fn byte_of(self, position: u32) -> u8 {
+        // SAFETY: every position is below src.len() (see the field).
+        unsafe { *self.src.get_unchecked(position as usize) }
+    }
+
     /// The offset of entry `i`, or the input length past the last entry.
     #[inline(always)]
     fn at(self, i: usize) -> usize {
@@ -236,6 +243,29 @@ fn missing_separator(text: Text<'_>, close: u8, i: usize) -> Error {
         _ => ErrorCode::TrailingContent,
     };
     Error::new(code, text.at(i))
+}
+
+/// The error for a member that starts at entry `k` with fewer than three
+/// entries left: a missing key, or an invalid escape in it, or a missing
+/// colon.
+#[cold]
+#[inline(never)]
+fn truncated_member(
+    text: Text<'_>,
+    escapes: &[u32],
+    mut next_escape: usize,
+    missing: ErrorCode,
+    k: usize,
+) -> Error {
+    if text.byte(k) != b'"' {
+        return error_at(text, missing, k);
+    }
+    if let Some(&end) = text.positions.get(k + 1) {
+        if let Err(e) = escapes::check(text.src, escapes, &mut next_escape, end) {
+            return e;
+        }
+    }
+    error_at(text, ErrorCode::ExpectedColon, k + 2)
 }
 
 /// Checks the escapes of a string that ends at offset `end` and has
@@ -292,15 +322,31 @@ fn walk<const STRICT: bool>(
     macro_rules! member_key {
         ($i:expr, $missing:expr) => {{
             let k = $i;
-            if text.byte(k) != b'"' {
-                return Err(error_at(text, $missing, k));
-            }
-            string!(k);
-            if STRICT {
-                keys.push(k as u32);
-            }
-            if text.byte(k + 2) != b':' {
-                return Err(error_at(text, ErrorCode::ExpectedColon, k + 2));
+            let positions = text.positions;
+            if k + 2 < n {
+                // SAFETY: k + 2 < n, the number of positions.
+                let (quote, end, colon) = unsafe {
+                    (
+                        text.byte_of(*positions.get_unchecked(k)),
+                        *positions.get_unchecked(k + 1),
+                        text.byte_of(*positions.get_unchecked(k + 2)),
+                    )
+                };
+                if quote != b'"' {
+                    return Err(error_at(text, $missing, k));
+                }
+                if escape_at < end {
+                    escape_at = string_escapes(text, escapes, &mut next_escape, end)?;
+                    links[k] = 1;
+                }
+                if STRICT {
+                    keys.push(k as u32);
+                }
+                if colon != b':' {
+                    return Err(error_at(text, ErrorCode::ExpectedColon, k + 2));
+                }
+            } else {
+                return Err(truncated_member(text, escapes, next_escape, $missing, k));
             }
             i = k + 3;
         }};

@@ -66,6 +66,13 @@ fn grammar_errors_name_the_expectation_and_offset() {
         ("{1:2}", (ExpectedKeyOrBrace, 1)),
         ("{\"a\":1,}", (ExpectedKey, 7)),
         ("{\"a\":}", (ExpectedValue, 5)),
+        // A member cut short: the key, its escapes, then the colon.
+        ("{\"a\"", (ExpectedColon, 4)),
+        ("{\"a\":1,\"b\"", (ExpectedColon, 10)),
+        ("{\"a\\x\"", (InvalidEscape, 3)),
+        ("{\"\\ud800\"", (LoneSurrogate, 2)),
+        ("{\"a\":1,", (ExpectedKey, 7)),
+        ("{", (ExpectedKeyOrBrace, 1)),
         ("[1]x", (TrailingContent, 3)),
         ("[1] [2]", (TrailingContent, 4)),
         ("[01]", (InvalidNumber, 1)),
