@@ -1,7 +1,8 @@
 //! Native throughput of the core, beside a bandwidth reference.
 //!
-//! For each payload: stage 1 alone (`scan`), the full validating parse
-//! (`Document::load`: stage 1 + stage 2), and `memchr` looking for a byte
+//! For each payload: stage 1 alone (`scan`), stage 2 alone (`validate`
+//! over a prepared index), the full validating parse (`Document::load`:
+//! stage 1 + stage 2), and `memchr` looking for a byte
 //! that never occurs, i.e. one plain SIMD pass over the same bytes. Every
 //! kernel this CPU supports is measured; figures are GB/s (10^9 bytes/s),
 //! the best of 7 rounds of at least 50 ms each (best, as simdjson's own
@@ -26,7 +27,7 @@ use std::time::{Duration, Instant};
 use qjson::document::Document;
 use qjson::index::Index;
 use qjson::scan::{self, Kernel};
-use qjson::validate::Options;
+use qjson::validate::{self, Options};
 
 /// GB/s of `f` over `len` bytes: the best of 7 rounds.
 fn gbps(len: usize, mut f: impl FnMut()) -> f64 {
@@ -111,11 +112,12 @@ fn main() {
 
     let opts = Options::default();
     println!(
-        "{:<18} {:>7} {:>9} {:>9} {:>10} {:>9} {:>11} {:>9} {:>9} {:>9}",
+        "{:<18} {:>7} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11} {:>9} {:>9} {:>9}",
         "payload",
         "kernel",
         "MB",
         "stage 1",
+        "stage 2",
         "full parse",
         "memchr",
         "s1/memchr",
@@ -134,19 +136,34 @@ fn main() {
                 index.clear();
                 scan::scan_with(kernel, black_box(bytes), &mut index).unwrap();
             });
-            let full = if kernel == scan::active_kernel().unwrap_or(Kernel::Scalar) {
+            // Stage 2 does not depend on the kernel: measured once, with
+            // the full parse, on the active kernel's row.
+            let (stage2, full) = if kernel == scan::active_kernel().unwrap_or(Kernel::Scalar) {
+                let mut scratch = validate::Scratch::default();
+                let stage2 = gbps(bytes.len(), || {
+                    // SAFETY: `index` is stage 1's output for `bytes`.
+                    unsafe {
+                        validate::validate_unchecked(
+                            black_box(bytes),
+                            &mut index,
+                            &opts,
+                            &mut scratch,
+                        )
+                    }
+                    .unwrap()
+                });
                 let mut doc = Document::new();
                 let full = gbps(bytes.len(), || doc.load(black_box(bytes), &opts).unwrap());
-                format!("{full:.2}")
+                (format!("{stage2:.2}"), format!("{full:.2}"))
             } else {
-                "-".into()
+                ("-".into(), "-".into())
             };
-            rows.push((kernel, stage1, full));
+            rows.push((kernel, stage1, stage2, full));
         }
         let theirs = simdjson
             .as_deref()
             .map_or(Vec::new(), |tool| sjbench(tool, path));
-        for (kernel, stage1, full) in rows {
+        for (kernel, stage1, stage2, full) in rows {
             let sj = simdjson_kernel(kernel);
             let (sj_stage1, sj_dom) = theirs
                 .iter()
@@ -155,11 +172,12 @@ fn main() {
                     (format!("{s1:.2}"), format!("{dom:.2}"))
                 });
             println!(
-                "{:<18} {:>7} {:>9.2} {:>9.2} {:>10} {:>9.2} {:>10.2}x {:>9} {:>9} {:>9}",
+                "{:<18} {:>7} {:>9.2} {:>9.2} {:>9} {:>10} {:>9.2} {:>10.2}x {:>9} {:>9} {:>9}",
                 name,
                 kernel.name(),
                 bytes.len() as f64 / 1e6,
                 stage1,
+                stage2,
                 full,
                 reference,
                 stage1 / reference,

@@ -20,7 +20,7 @@ trap 'rm -rf "$work"' EXIT
 QJSON_BASELINES=$(tools/baselines.sh) || QJSON_BASELINES=""
 export QJSON_BASELINES
 
-echo "== native core: stage 1 and full validation vs a memchr pass and simdjson (GB/s)"
+echo "== native core: stage 1, stage 2 and full validation vs a memchr pass and simdjson (GB/s)"
 if [ "${QUICK:-0}" = 1 ]; then
     echo "(skipped under QUICK=1)"
     : >"$work/native.txt"

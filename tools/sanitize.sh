@@ -55,6 +55,7 @@ sweeps=(
     doubles_round_correctly sequential_and_random_element_access_agree
     classes_are_exact_for_every_byte_in_every_lane specials_at_every_offset_of_a_long_string
     long_texts_across_runs_and_a_tail_after_a_full_run blocks_of_every_density
+    the_window_agrees_with_the_byte_reader
 )
 skip=()
 for t in "${sweeps[@]}"; do skip+=(--skip "$t"); done

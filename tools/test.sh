@@ -29,7 +29,9 @@ else
     echo "note: this CPU has no AVX-512BW: the avx512 kernel is not tested here"
 fi
 
-section() { printf '\n=== %s\n' "$*"; }
+# Each section header carries the seconds since this script started, so the
+# slow parts of the 15-minute budget are visible in any CI log.
+section() { printf '\n=== [%ds] %s\n' "$SECONDS" "$*"; }
 
 # A single pass/fail check (lints, formatting).
 check() {
@@ -141,7 +143,7 @@ tap_tests "valgrind memcheck, JIT off: parse, safe, decode, eager, re-entry spec
     tools/memcheck.sh spec/parse_spec.lua spec/safe_spec.lua spec/decode_spec.lua \
     spec/eager_spec.lua spec/reentry_spec.lua
 
-echo
+section "done"
 if [ ${#failures[@]} -gt 0 ]; then
     echo "failed: ${failures[*]}"
 fi
