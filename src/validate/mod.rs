@@ -260,10 +260,10 @@ fn truncated_member(
     if text.byte(k) != b'"' {
         return error_at(text, missing, k);
     }
-    if let Some(&end) = text.positions.get(k + 1) {
-        if let Err(e) = escapes::check(text.src, escapes, &mut next_escape, end) {
-            return e;
-        }
+    if let Some(&end) = text.positions.get(k + 1)
+        && let Err(e) = escapes::check(text.src, escapes, &mut next_escape, end)
+    {
+        return e;
     }
     error_at(text, ErrorCode::ExpectedColon, k + 2)
 }
