@@ -7,9 +7,12 @@
 //!
 //! Each instruction set is one small file implementing the block trait of
 //! `generic`: `scalar` everywhere, `avx2` on x86 CPUs with AVX2 and
-//! PCLMULQDQ. The kernel is chosen once, at the first parse, and cached:
-//! the best one the CPU supports, or the one named by the environment
-//! variable `QJSON_KERNEL` (`scalar`, `avx2`). A name this build does not
+//! PCLMULQDQ, `neon` on every aarch64 CPU (NEON is part of the
+//! architecture; the carry-less multiply, from the optional `aes`
+//! extension, is used when present). The kernel is chosen once, at the
+//! first parse, and cached: the best one the CPU supports, or the one
+//! named by the environment variable `QJSON_KERNEL` (`scalar`, `avx2`,
+//! `neon`). A name this build does not
 //! know, or a kernel this CPU cannot run, is an error
 //! ([`ErrorCode::BadKernel`]), never a silent fallback, so a test that
 //! forces a kernel is sure to exercise it. [`active_kernel`] names the
@@ -23,6 +26,8 @@ mod utf8;
 
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod avx2;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 
 use core::sync::atomic::{AtomicU8, Ordering};
 
@@ -37,17 +42,20 @@ pub enum Kernel {
     Scalar = 1,
     /// AVX2 + PCLMULQDQ, 64 bytes per step.
     Avx2 = 2,
+    /// NEON (aarch64), 64 bytes per step.
+    Neon = 3,
 }
 
 impl Kernel {
     /// Every kernel this build contains, best last.
-    pub const ALL: [Kernel; 2] = [Kernel::Scalar, Kernel::Avx2];
+    pub const ALL: [Kernel; 3] = [Kernel::Scalar, Kernel::Avx2, Kernel::Neon];
 
     /// The name used by `QJSON_KERNEL` and [`active_kernel`].
     pub fn name(self) -> &'static str {
         match self {
             Kernel::Scalar => "scalar",
             Kernel::Avx2 => "avx2",
+            Kernel::Neon => "neon",
         }
     }
 
@@ -66,6 +74,7 @@ impl Kernel {
             }
             #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
             Kernel::Avx2 => false,
+            Kernel::Neon => cfg!(target_arch = "aarch64"),
         }
     }
 
@@ -131,6 +140,14 @@ pub fn scan_with(kernel: Kernel, input: &[u8], index: &mut Index) -> Result<()> 
             // SAFETY: is_supported() just confirmed AVX2 and PCLMULQDQ.
             let token = unsafe { avx2::Avx2::new_unchecked() };
             avx2::scan(token, input, index)
+        }
+        #[cfg(target_arch = "aarch64")]
+        Kernel::Neon => {
+            let pmull = std::arch::is_aarch64_feature_detected!("aes").then(|| {
+                // SAFETY: the CPU was just found to have the `aes` feature.
+                unsafe { neon::Neon::new_unchecked() }
+            });
+            neon::scan(pmull, input, index)
         }
         _ => Err(Error::new(ErrorCode::BadKernel, 0)),
     }

@@ -2,11 +2,11 @@
 //! kernels are checked against.
 //!
 //! Classification is one table lookup per byte; the prefix XOR is six
-//! shift-XOR steps. UTF-8 is validated up front by `core::str::from_utf8`
-//! (whose ASCII path is word-at-a-time), so the per-block checker only has
-//! to report that verdict.
+//! shift-XOR steps (`generic::prefix_xor_by_shifts`). UTF-8 is validated
+//! up front by `core::str::from_utf8` (whose ASCII path is word-at-a-time),
+//! so the per-block checker only has to report that verdict.
 
-use super::generic::{Masks, Simd, Utf8Check};
+use super::generic::{self, Masks, Simd, Utf8Check};
 
 const QUOTE: u8 = 1;
 const BACKSLASH: u8 = 2;
@@ -89,14 +89,8 @@ impl Simd for Scalar {
     }
 
     #[inline(always)]
-    fn prefix_xor(self, mut bits: u64) -> u64 {
-        bits ^= bits << 1;
-        bits ^= bits << 2;
-        bits ^= bits << 4;
-        bits ^= bits << 8;
-        bits ^= bits << 16;
-        bits ^= bits << 32;
-        bits
+    fn prefix_xor(self, bits: u64) -> u64 {
+        generic::prefix_xor_by_shifts(bits)
     }
 
     fn utf8(self) -> Verdict {

@@ -50,6 +50,8 @@ fn the_machine_runs_a_simd_kernel_when_it_has_one() {
     if std::is_x86_feature_detected!("avx2") {
         assert!(kernels.contains(&Kernel::Avx2));
     }
+    #[cfg(target_arch = "aarch64")]
+    assert!(kernels.contains(&Kernel::Neon));
 }
 
 #[test]
