@@ -25,6 +25,16 @@ else
 fi
 
 echo
+echo "== aarch64 NEON kernel under qemu: stage-1 instructions per byte, beside the scalar kernel's"
+if [ "${QUICK:-0}" = 1 ]; then
+    echo "(skipped under QUICK=1)"
+elif why=$(tools/aarch64.sh check); then
+    tools/aarch64.sh count
+else
+    echo "(skipped: $why)"
+fi
+
+echo
 # OpenResty's lua-cjson fork and Kong's lua-resty-simdjson (tools/baselines.sh
 # says why when there are none: Debian's lua-cjson is used then).
 QJSON_BASELINES=$(tools/baselines.sh) || QJSON_BASELINES=""

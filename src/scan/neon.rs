@@ -3,11 +3,12 @@
 //! * **Loaded de-interleaved.** `ld4` puts byte `4j + k` in lane `j` of
 //!   vector `k`. Classes are per byte, so the order does not matter to
 //!   them, and it makes the 64-bit masks cheap: NEON has no `movemask`,
-//!   and three shift-right-inserts fold the four vectors into one whose
-//!   byte `j` holds bit `k` of byte `4j + k` twice (low and high nibble),
-//!   then one narrowing shift packs two lanes per byte in input order: 6
-//!   instructions per mask where the AND-with-weights and pairwise-add
-//!   reduction of in-order vectors takes 9.
+//!   but three shift-right-inserts fold the four vectors into one whose
+//!   byte `j` holds the flag of byte `4j + k` in bit `4 + k`, a fourth
+//!   copies that nibble into the low one, and one narrowing shift packs
+//!   two lanes per byte, in input order: 6 instructions per mask with the
+//!   move to a general register, where the AND-with-weights and
+//!   pairwise-add reduction of in-order vectors takes 9.
 //! * Quotes, backslashes and control bytes: one compare each. Whitespace
 //!   and `{ } [ ] : ,`: one lookup by low nibble ANDed with one by high
 //!   nibble, each class bit chosen so that its set of bytes is exactly a
