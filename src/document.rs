@@ -72,8 +72,10 @@ impl<'a> Document<'a> {
     pub fn load(&mut self, src: &'a [u8], opts: &Options) -> Result<()> {
         self.unload();
         let held = self.retained_bytes();
-        let parsed = scan::scan(src, &mut self.index)
-            .and_then(|()| validate::validate(src, &mut self.index, opts, &mut self.walk));
+        let parsed = scan::scan(src, &mut self.index).and_then(|()| {
+            // SAFETY: stage 1 records offsets of bytes of `src` only.
+            unsafe { validate::validate_unchecked(src, &mut self.index, opts, &mut self.walk) }
+        });
         self.grown = self.retained_bytes().saturating_sub(held);
         if let Err(e) = parsed {
             self.index.clear();

@@ -218,7 +218,11 @@ mod tests {
                 .map(|i| {
                     let r = seed.rotate_left(i as u32 * 5) as u8;
                     // Mostly plain text, with escapes sprinkled in.
-                    if r % 7 == 0 { r % 0x30 } else { b'a' + r % 26 }
+                    if r.is_multiple_of(7) {
+                        r % 0x30
+                    } else {
+                        b'a' + r % 26
+                    }
                 })
                 .collect();
             for room in [MAX_ESCAPE, 11, 64, 1000] {

@@ -60,48 +60,9 @@ impl Index {
     }
 }
 
-/// Appends `base + i` for every set bit `i` of `bits`, lowest first.
-///
-/// Writes 8 slots at a time into reserved spare capacity, past the count
-/// where needed, then sets the length to the real count: unconditional
-/// stores avoid a mispredicted branch per bit on dense blocks.
-#[inline(always)]
-pub(crate) fn push_bits(out: &mut Vec<u32>, base: u32, mut bits: u64) {
-    let count = bits.count_ones() as usize;
-    if count == 0 {
-        return;
-    }
-    out.reserve(64);
-    let len = out.len();
-    let spare = &mut out.spare_capacity_mut()[..64];
-    let mut written = 0;
-    while written < count {
-        for slot in &mut spare[written..written + 8] {
-            slot.write(base.wrapping_add(bits.trailing_zeros()));
-            bits &= bits.wrapping_sub(1);
-        }
-        written += 8;
-    }
-    // SAFETY: the loop above initialised slots len..len+written of the
-    // spare capacity, and written >= count; reserve(64) made room for them.
-    unsafe { out.set_len(len + count) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn push_bits_appends_offsets_in_order() {
-        let mut v = vec![7];
-        push_bits(&mut v, 100, 0b1010_0001);
-        assert_eq!(v, [7, 100, 105, 107]);
-        push_bits(&mut v, 0, 0);
-        assert_eq!(v.len(), 4);
-        push_bits(&mut v, 64, u64::MAX);
-        assert_eq!(v.len(), 68);
-        assert_eq!(v[4..], (64..128).collect::<Vec<u32>>()[..]);
-    }
 
     #[test]
     fn clear_keeps_capacity() {

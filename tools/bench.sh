@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# `make bench`: the native core benchmark on every payload, then the Lua
-# comparison against OpenResty's lua-cjson fork and lua-resty-simdjson
-# (built by tools/baselines.sh when ../shared/baselines or BASELINES=DIR is
-# there; Debian's lua-cjson otherwise).
+# `make bench`: the native core benchmark on every payload, with simdjson's
+# own figures per kernel beside qjson's, then the Lua comparison against
+# OpenResty's lua-cjson fork and lua-resty-simdjson (all built by
+# tools/baselines.sh when ../shared/baselines or BASELINES=DIR is there;
+# Debian's lua-cjson and no simdjson figures otherwise).
 #
 #   REPORT=1   also rewrite the generated part of docs/benchmarks.md and the
 #              chart docs/benchmarks.png (`make bench-report`)
@@ -13,15 +14,27 @@ cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "== native core: stage 1 and full validation vs a memchr pass (GB/s)"
+# OpenResty's lua-cjson fork, Kong's lua-resty-simdjson and simdjson's
+# sjbench (tools/baselines.sh says why when there are none: Debian's
+# lua-cjson is used then, and the native table has no simdjson columns).
+QJSON_BASELINES=$(tools/baselines.sh) || QJSON_BASELINES=""
+export QJSON_BASELINES
+
+echo "== native core: stage 1, stage 2 and full validation vs a memchr pass and simdjson (GB/s)"
 if [ "${QUICK:-0}" = 1 ]; then
     echo "(skipped under QUICK=1)"
     : >"$work/native.txt"
 else
     mkdir "$work/payloads"
     files=$(luajit benches/payloads.lua "$work/payloads")
+    sjbench=""
+    if [ -n "$QJSON_BASELINES" ] && [ -x "$QJSON_BASELINES/sjbench" ]; then
+        sjbench=$QJSON_BASELINES/sjbench
+    else
+        echo "(no sjbench among the baselines: simdjson's figures are skipped)"
+    fi
     # shellcheck disable=SC2086 # one argument per file
-    cargo bench --quiet --bench core -- $files | tee "$work/native.txt"
+    QJSON_SJBENCH=$sjbench cargo bench --quiet --bench core -- $files | tee "$work/native.txt"
 fi
 
 echo
@@ -35,10 +48,6 @@ else
 fi
 
 echo
-# OpenResty's lua-cjson fork and Kong's lua-resty-simdjson (tools/baselines.sh
-# says why when there are none: Debian's lua-cjson is used then).
-QJSON_BASELINES=$(tools/baselines.sh) || QJSON_BASELINES=""
-export QJSON_BASELINES
 which="Debian's lua-cjson"
 if [ -n "$QJSON_BASELINES" ]; then
     which="OpenResty's lua-cjson fork and lua-resty-simdjson"

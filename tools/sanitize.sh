@@ -2,7 +2,7 @@
 # `make sanitize`: the Rust tests under AddressSanitizer, once per kernel
 # this CPU runs, then the unit tests under Miri (which runs the scalar
 # kernel only: it has no SIMD intrinsics, and reports no AVX2, so the
-# kernel loops of the tests skip avx2 by themselves). Installs the nightly
+# kernel loops of the tests skip avx2 and avx512 by themselves). Installs the nightly
 # toolchain, rust-src and Miri if they are missing. Each tool builds into
 # its own target directory so the release library `make test` uses is
 # left alone.
@@ -14,9 +14,18 @@ if ! rustup toolchain list | grep -q '^nightly'; then
 fi
 rustup component add --toolchain nightly rust-src miri
 
+has_flags() {
+    local flag
+    for flag in "$@"; do
+        grep -qw "$flag" /proc/cpuinfo || return 1
+    done
+}
 kernels=(scalar)
-if grep -qw avx2 /proc/cpuinfo && grep -qw pclmulqdq /proc/cpuinfo; then
+if has_flags avx2 pclmulqdq popcnt bmi1; then
     kernels+=(avx2)
+fi
+if has_flags avx512f avx512bw pclmulqdq popcnt bmi1; then
+    kernels+=(avx512)
 fi
 host=$(rustc -vV | awk '/^host:/ { print $2 }')
 
@@ -44,6 +53,9 @@ sweeps=(
     garbage_never_panics comparison_without_decoding_agrees_with_decoding
     escaped_bits_on_random_masks escaped_bits_matches_naive_on_backslash_runs_across_blocks
     doubles_round_correctly sequential_and_random_element_access_agree
+    classes_are_exact_for_every_byte_in_every_lane specials_at_every_offset_of_a_long_string
+    long_texts_across_runs_and_a_tail_after_a_full_run blocks_of_every_density
+    the_window_agrees_with_the_byte_reader
 )
 skip=()
 for t in "${sweeps[@]}"; do skip+=(--skip "$t"); done

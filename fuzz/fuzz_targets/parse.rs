@@ -1,7 +1,7 @@
 //! Parse: any bytes, both duplicate-key policies, a random nesting limit.
 //!
 //! Input: `[policy, depth, text...]`. Checks that
-//! * every kernel this CPU runs (scalar, avx2) gives the same verdict and
+//! * every kernel this CPU runs (scalar, avx2, avx512) gives the same verdict and
 //!   the same index (positions, escapes, links) for stage 1 + validation,
 //!   called at the Rust level because `QJSON_KERNEL` is read once per
 //!   process;

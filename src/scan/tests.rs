@@ -47,8 +47,13 @@ fn the_machine_runs_a_simd_kernel_when_it_has_one() {
     let kernels: Vec<_> = supported_kernels().collect();
     assert!(kernels.contains(&Kernel::Scalar));
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        assert!(kernels.contains(&Kernel::Avx2));
+    {
+        if std::is_x86_feature_detected!("avx2") {
+            assert!(kernels.contains(&Kernel::Avx2));
+        }
+        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") {
+            assert!(kernels.contains(&Kernel::Avx512));
+        }
     }
     #[cfg(target_arch = "aarch64")]
     assert!(kernels.contains(&Kernel::Neon));
@@ -214,5 +219,59 @@ fn never_reads_outside_the_input() {
             assert_eq!(run(kernel, page.at_end(text)), want);
             assert_eq!(run(kernel, page.at_start(text)), want);
         }
+    }
+}
+
+#[test]
+fn long_texts_across_runs_and_a_tail_after_a_full_run() {
+    // generic::scan works in runs of 64 blocks (4096 bytes): texts of
+    // every length around one and two runs, so the tail follows a full
+    // run, a partial one, or none.
+    let mut rng = Rng::new(5);
+    let mut doc = b"[".to_vec();
+    while doc.len() < 8400 {
+        doc.extend_from_slice(&random_json(&mut rng, 2));
+        doc.push(b',');
+    }
+    for end in (4000..4200).chain(8100..8300) {
+        let mut text = doc[..end].to_vec();
+        text.extend_from_slice(b"0]");
+        check_all_kernels(&text, false);
+    }
+}
+
+#[test]
+fn specials_at_every_offset_of_a_long_string() {
+    // Long strings are skipped several blocks per test: a quote,
+    // backslash, control or non-ASCII byte anywhere in one must stop the
+    // skip at its block.
+    for special in [&b"\""[..], b"\\n", b"\x01", "\u{e9}".as_bytes(), b"\xc3"] {
+        for at in 0..700 {
+            let mut s = b"[\"".to_vec();
+            s.extend(std::iter::repeat_n(b'a', at));
+            s.extend_from_slice(special);
+            s.extend(std::iter::repeat_n(b'b', 700 - at));
+            s.extend_from_slice(b"\",1]");
+            check_all_kernels(&s, false);
+        }
+    }
+}
+
+#[test]
+fn blocks_of_every_density() {
+    // Offsets are written per block, several at a time: blocks holding
+    // 0 to 64 structurals, each pattern shifted across every lane.
+    let mut rng = Rng::new(6);
+    for density in 0..=64 {
+        let text: Vec<u8> = (0..200)
+            .map(|_| {
+                if rng.below(64) < density {
+                    rng.pick(b"[]{},:")
+                } else {
+                    b' '
+                }
+            })
+            .collect();
+        check_all_kernels(&text, density % 8 == 0);
     }
 }

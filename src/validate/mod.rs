@@ -3,7 +3,7 @@
 //!
 //! Input: the text and the stage-1 index (positions and escapes). Output:
 //! `Index::links` (see [`crate::index`]), or the first error in document
-//! order. The walk is an explicit state machine with a frame stack on the
+//! order. The walk is one loop over the entries with a frame stack on the
 //! heap, so nesting depth costs no native stack; the stack is capped by
 //! [`Options::max_depth`].
 //!
@@ -13,6 +13,13 @@
 //! step with the walk (`escapes`); and, under
 //! [`DuplicateKeys::Error`], repeated keys per object ([`duplicates`]).
 //! UTF-8, control characters and string termination were checked by stage 1.
+//!
+//! Stage 2 costs about as much as stage 1, so the loop is kept small: the
+//! innermost container lives in locals, the byte at an entry is read
+//! without a bounds check (stage 1's positions lie inside the text; see
+//! [`validate_unchecked`]), a string is one compare against the offset of
+//! the next escape, and the walk is compiled once per duplicate-key
+//! policy. `docs/architecture.md` has the measured alternatives.
 
 pub mod duplicates;
 mod escapes;
@@ -21,7 +28,7 @@ mod literal;
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Index;
 use crate::navigate::Tree;
-use crate::values::number::number_end;
+use crate::values::number;
 
 /// What to do when an object repeats a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -64,7 +71,9 @@ struct Frame {
     open: u32,
     /// Members or elements seen so far.
     count: u32,
-    is_object: bool,
+    /// The byte that closes it: `}`, `]`, or 0 for the root (no
+    /// container: the text is one value).
+    close: u32,
     /// Where this object's keys start in `Scratch::keys`.
     keys_from: u32,
 }
@@ -111,7 +120,36 @@ fn ends_scalar(src: &[u8], at: usize) -> bool {
 }
 
 /// Validates `src` using its stage-1 `index`, filling `index.links`.
+///
+/// # Panics
+///
+/// If `index.positions` holds an offset past the end of `src`: the index
+/// must be stage 1's output for this text.
 pub fn validate(
+    src: &[u8],
+    index: &mut Index,
+    opts: &Options,
+    scratch: &mut Scratch,
+) -> Result<()> {
+    // One branch-free (vectorised) pass, for callers other than
+    // `Document::load`, which knows its index is stage 1's.
+    let last = index.positions.iter().fold(0, |last, &p| last.max(p));
+    assert!(
+        index.positions.is_empty() || (last as usize) < src.len(),
+        "the index does not belong to this text"
+    );
+    // SAFETY: just checked.
+    unsafe { validate_unchecked(src, index, opts, scratch) }
+}
+
+/// [`validate`] without its check of the index.
+///
+/// # Safety
+///
+/// Every offset in `index.positions` is below `src.len()`, as it is in
+/// stage 1's output for `src`. The walk reads the byte at each entry
+/// without a bounds check.
+pub unsafe fn validate_unchecked(
     src: &[u8],
     index: &mut Index,
     opts: &Options,
@@ -129,188 +167,309 @@ pub fn validate(
     links.resize(positions.len(), 0);
     scratch.frames.clear();
     scratch.keys.clear();
-    Walk {
-        src,
-        positions,
-        escapes,
-        links,
-        next_escape: 0,
-        opts,
-        scratch,
+    let text = Text { src, positions };
+    match opts.duplicate_keys {
+        DuplicateKeys::LastWins => walk::<false>(text, escapes, links, opts.max_depth, scratch),
+        DuplicateKeys::Error => walk::<true>(text, escapes, links, opts.max_depth, scratch),
     }
-    .run()
 }
 
-/// The state of one validation walk.
-struct Walk<'a> {
+/// The text and its entries, every entry known to lie inside the text.
+#[derive(Clone, Copy)]
+struct Text<'a> {
     src: &'a [u8],
+    /// Offsets that are all below `src.len()` (the caller of
+    /// [`validate_unchecked`] vouched for it).
     positions: &'a [u32],
-    escapes: &'a [u32],
-    links: &'a mut [u32],
-    /// The first escape not yet checked.
-    next_escape: usize,
-    opts: &'a Options,
-    scratch: &'a mut Scratch,
 }
 
-impl Walk<'_> {
+impl Text<'_> {
+    /// The byte at `position`, one of `positions`.
+    #[inline(always)]
+    fn byte_of(self, position: u32) -> u8 {
+        // SAFETY: every position is below src.len() (see the field).
+        unsafe { *self.src.get_unchecked(position as usize) }
+    }
+
     /// The offset of entry `i`, or the input length past the last entry.
     #[inline(always)]
-    fn at(&self, i: usize) -> usize {
+    fn at(self, i: usize) -> usize {
         self.positions
             .get(i)
             .map_or(self.src.len(), |&p| p as usize)
     }
 
-    /// The byte at entry `i`, or `None` past the last entry.
+    /// The byte at entry `i`, or 0 past the last entry. A 0 in the text
+    /// can only be a (misplaced) scalar start, and every place that reads
+    /// the byte treats 0 as "none of the bytes expected here".
     #[inline(always)]
-    fn byte(&self, i: usize) -> Option<u8> {
-        self.positions.get(i).map(|&p| self.src[p as usize])
+    fn byte(self, i: usize) -> u8 {
+        match self.positions.get(i) {
+            // SAFETY: every position is below src.len() (see the field).
+            Some(&p) => unsafe { *self.src.get_unchecked(p as usize) },
+            None => 0,
+        }
+    }
+}
+
+/// `code` at entry `i`, kept out of the walk's code.
+#[cold]
+#[inline(never)]
+fn error_at(text: Text<'_>, code: ErrorCode, i: usize) -> Error {
+    Error::new(code, text.at(i))
+}
+
+/// What to report when the value at entry `i` is missing: right after an
+/// array's `[` its close was allowed too.
+#[cold]
+#[inline(never)]
+fn missing_value(text: Text<'_>, i: usize) -> Error {
+    let code = if i > 0 && text.byte(i - 1) == b'[' {
+        ErrorCode::ExpectedValueOrBracket
+    } else {
+        ErrorCode::ExpectedValue
+    };
+    Error::new(code, text.at(i))
+}
+
+/// What to report when entry `i`, after a value inside `close`'s
+/// container, neither continues nor closes it.
+#[cold]
+#[inline(never)]
+fn missing_separator(text: Text<'_>, close: u8, i: usize) -> Error {
+    let code = match close {
+        b'}' => ErrorCode::ExpectedCommaOrBrace,
+        b']' => ErrorCode::ExpectedCommaOrBracket,
+        _ => ErrorCode::TrailingContent,
+    };
+    Error::new(code, text.at(i))
+}
+
+/// The error for a member that starts at entry `k` with fewer than three
+/// entries left: a missing key, or an invalid escape in it, or a missing
+/// colon.
+#[cold]
+#[inline(never)]
+fn truncated_member(
+    text: Text<'_>,
+    escapes: &[u32],
+    mut next_escape: usize,
+    missing: ErrorCode,
+    k: usize,
+) -> Error {
+    if text.byte(k) != b'"' {
+        return error_at(text, missing, k);
+    }
+    if let Some(&end) = text.positions.get(k + 1)
+        && let Err(e) = escapes::check(text.src, escapes, &mut next_escape, end)
+    {
+        return e;
+    }
+    error_at(text, ErrorCode::ExpectedColon, k + 2)
+}
+
+/// Checks the escapes of a string that ends at offset `end` and has
+/// some, `escapes[*next..]` being those not yet checked; returns the offset
+/// of the next escape left (`u32::MAX` when none is: no string ends there,
+/// offsets being below 4 GiB).
+#[inline(never)]
+fn string_escapes(text: Text<'_>, escapes: &[u32], next: &mut usize, end: u32) -> Result<u32> {
+    escapes::check(text.src, escapes, next, end)?;
+    Ok(escapes.get(*next).copied().unwrap_or(u32::MAX))
+}
+
+/// The walk; `STRICT` is [`DuplicateKeys::Error`], so that the last-wins
+/// walk carries no key bookkeeping at all.
+#[inline(always)]
+fn walk<const STRICT: bool>(
+    text: Text<'_>,
+    escapes: &[u32],
+    links: &mut [u32],
+    max_depth: u32,
+    scratch: &mut Scratch,
+) -> Result<()> {
+    let Scratch {
+        frames,
+        keys,
+        duplicates,
+    } = scratch;
+    let max_depth = max_depth as usize;
+    let n = text.positions.len();
+    let mut next_escape = 0usize;
+    let mut escape_at = escapes.first().copied().unwrap_or(u32::MAX);
+    let mut i = 0usize;
+    // The innermost open container (its parents are on the frame stack):
+    // its opening entry, members or elements so far, closing byte (0 for
+    // the root, which is no container).
+    let mut open = 0u32;
+    let mut count = 0u32;
+    let mut close = 0u8;
+    let mut keys_from = 0u32;
+
+    // Checks the escapes of the string whose opening quote is entry `$i`.
+    macro_rules! string {
+        ($i:expr) => {{
+            let s = $i;
+            let end = text.positions[s + 1];
+            if escape_at < end {
+                escape_at = string_escapes(text, escapes, &mut next_escape, end)?;
+                links[s] = 1;
+            }
+        }};
     }
 
-    fn run(&mut self) -> Result<()> {
-        let n = self.positions.len();
-        let mut i = 0usize;
-        // What to report if the next value is missing.
-        let mut value_error = ErrorCode::ExpectedValue;
-
-        'value: loop {
-            let p = self.at(i);
-            match self.byte(i) {
-                Some(open @ (b'{' | b'[')) => {
-                    if self.scratch.frames.len() >= self.opts.max_depth as usize {
-                        return Err(Error::new(ErrorCode::DepthExceeded, p));
-                    }
-                    let is_object = open == b'{';
-                    let close = if is_object { b'}' } else { b']' };
-                    // An empty container starts at count MAX so that the
-                    // increment after its closing bracket wraps it to 0.
-                    let empty = self.byte(i + 1) == Some(close);
-                    self.scratch.frames.push(Frame {
-                        open: i as u32,
-                        count: if empty { u32::MAX } else { 0 },
-                        is_object,
-                        keys_from: self.scratch.keys.len() as u32,
-                    });
-                    i += 1;
-                    if !empty {
-                        if is_object {
-                            i = self.member_key(i, ErrorCode::ExpectedKeyOrBrace)?;
-                            value_error = ErrorCode::ExpectedValue;
-                        } else {
-                            value_error = ErrorCode::ExpectedValueOrBracket;
-                        }
-                        continue 'value;
-                    }
+    // Reads `"key" :` at entry `$i` and moves `i` to the value.
+    macro_rules! member_key {
+        ($i:expr, $missing:expr) => {{
+            let k = $i;
+            let positions = text.positions;
+            if k + 2 < n {
+                // SAFETY: k + 2 < n, the number of positions.
+                let (quote, end, colon) = unsafe {
+                    (
+                        text.byte_of(*positions.get_unchecked(k)),
+                        *positions.get_unchecked(k + 1),
+                        text.byte_of(*positions.get_unchecked(k + 2)),
+                    )
+                };
+                if quote != b'"' {
+                    return Err(error_at(text, $missing, k));
                 }
-                Some(b'"') => {
-                    self.string(i)?;
+                if escape_at < end {
+                    escape_at = string_escapes(text, escapes, &mut next_escape, end)?;
+                    links[k] = 1;
+                }
+                if STRICT {
+                    keys.push(k as u32);
+                }
+                if colon != b':' {
+                    return Err(error_at(text, ErrorCode::ExpectedColon, k + 2));
+                }
+            } else {
+                return Err(truncated_member(text, escapes, next_escape, $missing, k));
+            }
+            i = k + 3;
+        }};
+    }
+
+    // Whether a value ended just before entry i (else entry i must start
+    // one).
+    let mut after = false;
+    loop {
+        let b = text.byte(i);
+        if after {
+            count += 1;
+            if b == b',' {
+                if close == b'}' {
+                    member_key!(i + 1, ErrorCode::ExpectedKey);
+                    after = false;
+                    continue;
+                }
+                if close == b']' {
+                    i += 1;
+                    after = false;
+                    continue;
+                }
+            }
+            if b != close {
+                return Err(missing_separator(text, close, i));
+            }
+            if close == 0 {
+                // The root value ended: only the end of the text may follow
+                // (b is also 0 at a stray 0 byte).
+                if i < n {
+                    return Err(error_at(text, ErrorCode::TrailingContent, i));
+                }
+                return Ok(());
+            }
+            if STRICT && close == b'}' {
+                check_keys(text, links, keys, keys_from as usize, duplicates)?;
+            }
+            links[open as usize] = i as u32;
+            links[i] = count;
+            let parent = frames.pop().expect("a container has a parent frame");
+            open = parent.open;
+            count = parent.count;
+            close = parent.close as u8;
+            keys_from = parent.keys_from;
+            i += 1;
+            continue;
+        }
+        // Entry i must start a value.
+        match b {
+            b'"' => {
+                string!(i);
+                i += 2;
+            }
+            b'-' | b'0'..=b'9' => {
+                let p = text.at(i);
+                if !number::number_end(text.src, p).is_some_and(|end| ends_scalar(text.src, end)) {
+                    return Err(error_at(text, ErrorCode::InvalidNumber, i));
+                }
+                i += 1;
+            }
+            b't' | b'f' | b'n' => {
+                if !literal::is_valid(text.src, text.at(i)) {
+                    return Err(error_at(text, ErrorCode::InvalidLiteral, i));
+                }
+                i += 1;
+            }
+            b'{' | b'[' => {
+                if frames.len() >= max_depth {
+                    return Err(error_at(text, ErrorCode::DepthExceeded, i));
+                }
+                // `{` + 2 is `}`, `[` + 2 is `]`.
+                let closer = b + 2;
+                if text.byte(i + 1) == closer {
+                    // Empty: its count, links[i + 1], stays 0.
+                    links[i] = (i + 1) as u32;
                     i += 2;
-                }
-                Some(first @ (b't' | b'f' | b'n')) => {
-                    literal::check(self.src, p, first)?;
-                    i += 1;
-                }
-                Some(b'-' | b'0'..=b'9') => {
-                    match number_end(self.src, p) {
-                        Some(end) if ends_scalar(self.src, end) => {}
-                        _ => return Err(Error::new(ErrorCode::InvalidNumber, p)),
-                    }
-                    i += 1;
-                }
-                _ => return Err(Error::new(value_error, p)),
-            }
-
-            // A value ended just before entry i: continue or close the
-            // containers around it.
-            loop {
-                let Some(frame) = self.scratch.frames.last_mut() else {
-                    if i < n {
-                        return Err(Error::new(ErrorCode::TrailingContent, self.at(i)));
-                    }
-                    return Ok(());
-                };
-                frame.count = frame.count.wrapping_add(1);
-                let frame = *frame;
-                let (close, after_error) = if frame.is_object {
-                    (b'}', ErrorCode::ExpectedCommaOrBrace)
                 } else {
-                    (b']', ErrorCode::ExpectedCommaOrBracket)
-                };
-                match self.byte(i) {
-                    Some(b',') => {
-                        i += 1;
-                        if frame.is_object {
-                            i = self.member_key(i, ErrorCode::ExpectedKey)?;
-                        }
-                        value_error = ErrorCode::ExpectedValue;
-                        continue 'value;
+                    frames.push(Frame {
+                        open,
+                        count,
+                        close: u32::from(close),
+                        keys_from,
+                    });
+                    open = i as u32;
+                    count = 0;
+                    close = closer;
+                    if STRICT {
+                        keys_from = keys.len() as u32;
                     }
-                    Some(b) if b == close => {
-                        self.links[frame.open as usize] = i as u32;
-                        self.links[i] = frame.count;
-                        if frame.is_object && self.opts.duplicate_keys == DuplicateKeys::Error {
-                            self.check_keys(frame.keys_from as usize)?;
-                        }
-                        self.scratch.frames.pop();
+                    if closer == b'}' {
+                        member_key!(i + 1, ErrorCode::ExpectedKeyOrBrace);
+                    } else {
                         i += 1;
                     }
-                    _ => return Err(Error::new(after_error, self.at(i))),
+                    continue;
                 }
             }
+            _ => return Err(missing_value(text, i)),
         }
+        after = true;
     }
+}
 
-    /// Validates the string whose opening quote is entry `i`, and records
-    /// in its link whether it contains escapes.
-    #[inline(always)]
-    fn string(&mut self, i: usize) -> Result<()> {
-        let close = self.positions[i + 1];
-        if self
-            .escapes
-            .get(self.next_escape)
-            .is_some_and(|&e| e < close)
-        {
-            escapes::check(self.src, self.escapes, &mut self.next_escape, close)?;
-            self.links[i] = 1;
-        }
-        Ok(())
+/// Rejects the object whose keys are `keys[from..]` if one repeats, then
+/// forgets them.
+fn check_keys(
+    text: Text<'_>,
+    links: &[u32],
+    keys: &mut Vec<u32>,
+    from: usize,
+    duplicates: &mut duplicates::Scratch,
+) -> Result<()> {
+    let tree = Tree {
+        src: text.src,
+        positions: text.positions,
+        links,
+    };
+    if let Some(repeat) = duplicates::first_repeat(&tree, &keys[from..], duplicates) {
+        return Err(error_at(text, ErrorCode::DuplicateKey, repeat as usize));
     }
-
-    /// Reads `"key" :` at entry `i` and returns the entry of the value.
-    #[inline(always)]
-    fn member_key(&mut self, i: usize, missing: ErrorCode) -> Result<usize> {
-        if self.byte(i) != Some(b'"') {
-            return Err(Error::new(missing, self.at(i)));
-        }
-        self.string(i)?;
-        if self.opts.duplicate_keys == DuplicateKeys::Error {
-            self.scratch.keys.push(i as u32);
-        }
-        if self.byte(i + 2) != Some(b':') {
-            return Err(Error::new(ErrorCode::ExpectedColon, self.at(i + 2)));
-        }
-        Ok(i + 3)
-    }
-
-    /// Rejects the object whose keys are `scratch.keys[from..]` if one
-    /// repeats, then forgets them.
-    fn check_keys(&mut self, from: usize) -> Result<()> {
-        let keys = &self.scratch.keys[from..];
-        let tree = Tree {
-            src: self.src,
-            positions: self.positions,
-            links: self.links,
-        };
-        if let Some(repeat) = duplicates::first_repeat(&tree, keys, &mut self.scratch.duplicates) {
-            return Err(Error::new(
-                ErrorCode::DuplicateKey,
-                self.at(repeat as usize),
-            ));
-        }
-        self.scratch.keys.truncate(from);
-        Ok(())
-    }
+    keys.truncate(from);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -66,6 +66,13 @@ fn grammar_errors_name_the_expectation_and_offset() {
         ("{1:2}", (ExpectedKeyOrBrace, 1)),
         ("{\"a\":1,}", (ExpectedKey, 7)),
         ("{\"a\":}", (ExpectedValue, 5)),
+        // A member cut short: the key, its escapes, then the colon.
+        ("{\"a\"", (ExpectedColon, 4)),
+        ("{\"a\":1,\"b\"", (ExpectedColon, 10)),
+        ("{\"a\\x\"", (InvalidEscape, 3)),
+        ("{\"\\ud800\"", (LoneSurrogate, 2)),
+        ("{\"a\":1,", (ExpectedKey, 7)),
+        ("{", (ExpectedKeyOrBrace, 1)),
         ("[1]x", (TrailingContent, 3)),
         ("[1] [2]", (TrailingContent, 4)),
         ("[01]", (InvalidNumber, 1)),
@@ -206,4 +213,17 @@ fn depth_verdicts_match_the_reference() {
             );
         }
     }
+}
+
+#[test]
+#[should_panic(expected = "the index does not belong to this text")]
+fn an_index_reaching_past_the_text_is_refused() {
+    let mut index = Index::default();
+    scan::scan(b"[1, 2]", &mut index).unwrap();
+    let _ = validate(
+        b"[1]",
+        &mut index,
+        &Options::default(),
+        &mut Scratch::default(),
+    );
 }

@@ -11,8 +11,132 @@ use crate::error::ErrorCode;
 
 /// The end of the JSON number that starts at `src[start]`, or `None` if
 /// the bytes there are not a number. The caller checks what follows.
-#[inline]
+///
+/// Validation calls this for every number of a text, so the usual case,
+/// a number of fewer than 32 bytes, is decided from one mask of
+/// the window's non-digits, a few bit scans and no loop over the digits.
+#[inline(always)]
 pub fn number_end(src: &[u8], start: usize) -> Option<usize> {
+    if let Some(window) = src.get(start..start + WINDOW) {
+        let window = window.try_into().expect("WINDOW bytes");
+        if let Some(end) = end_in_window(window) {
+            return end.map(|end| start + end);
+        }
+    }
+    number_end_bytes(src, start)
+}
+
+/// Bytes [`number_end`] decides at once: coordinates (`-65.613616999999977`)
+/// and 64-bit ids fit.
+const WINDOW: usize = 32;
+
+/// [`number_end`] for the number that starts `window`, relative to it:
+/// `Some(None)` when it is not a number, `None` when it may run past the
+/// window (the caller then reads byte by byte).
+#[inline(always)]
+fn end_in_window(window: &[u8; WINDOW]) -> Option<Option<usize>> {
+    // Bit WINDOW stands for "past the window" and stops every run.
+    let stops = non_digits(window) | 1 << WINDOW;
+    // The first non-digit at or after `from` (at most WINDOW).
+    let run = |from: usize| (stops >> from).trailing_zeros() as usize + from;
+    let sign = usize::from(window[0] == b'-');
+    let int_end = run(sign);
+    if int_end == WINDOW {
+        return None;
+    }
+    if int_end == sign {
+        return Some(None);
+    }
+    if window[sign] == b'0' && int_end > sign + 1 {
+        // A leading 0 is the whole integer part; the caller sees a digit
+        // follow it.
+        return Some(Some(sign + 1));
+    }
+    let mut end = int_end;
+    if window[end] == b'.' {
+        let frac_end = run(end + 1);
+        if frac_end == WINDOW {
+            return None;
+        }
+        if frac_end == end + 1 {
+            return Some(None);
+        }
+        end = frac_end;
+    }
+    if window[end] | 0x20 == b'e' {
+        let mut digits = end + 1;
+        if digits < WINDOW && matches!(window[digits], b'+' | b'-') {
+            digits += 1;
+        }
+        let exp_end = run(digits);
+        if exp_end == WINDOW {
+            return None;
+        }
+        if exp_end == digits {
+            return Some(None);
+        }
+        end = exp_end;
+    }
+    Some(Some(end))
+}
+
+/// Bit `k` set when byte `k` of `window` is not an ASCII digit: two SSE2
+/// compares (part of every x86-64 CPU, so no detection is needed).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn non_digits(window: &[u8; WINDOW]) -> u64 {
+    use core::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_set1_epi8,
+        _mm_sub_epi8,
+    };
+    // SAFETY: SSE2 is part of every x86-64 target, so the intrinsics can
+    // run; the two unaligned loads read the window's 32 bytes.
+    let (low, high) = unsafe {
+        let digits = |half: __m128i| {
+            // A digit is a byte whose distance above '0' is at most 9.
+            let above = _mm_sub_epi8(half, _mm_set1_epi8(b'0' as i8));
+            let digit = _mm_cmpeq_epi8(_mm_min_epu8(above, _mm_set1_epi8(9)), above);
+            u64::from(_mm_movemask_epi8(digit) as u16)
+        };
+        let at = window.as_ptr().cast::<__m128i>();
+        (
+            digits(_mm_loadu_si128(at)),
+            digits(_mm_loadu_si128(at.add(1))),
+        )
+    };
+    !(low | high << 16) & 0xffff_ffff
+}
+
+/// Bit `k` set when byte `k` of `window` is not an ASCII digit, eight
+/// bytes at a time: the portable [`non_digits`] (compiled on x86-64 for
+/// the test that holds the two to the same answers).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn non_digits(window: &[u8; WINDOW]) -> u64 {
+    non_digits_by_words(window)
+}
+
+#[cfg(any(not(target_arch = "x86_64"), test))]
+#[inline(always)]
+fn non_digits_by_words(window: &[u8; WINDOW]) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut mask = 0;
+    for (k, word) in window.chunks_exact(8).enumerate() {
+        // Digits become 0..=9; adding 0x76 to the low seven bits carries
+        // into the high bit from 10 up, and never into the next byte.
+        let d = u64::from_le_bytes(word.try_into().expect("8 bytes")) ^ 0x3030_3030_3030_3030;
+        let high = (((d & LOW7) + 0x7676_7676_7676_7676) | d) & HIGHS;
+        // Gathers the eight high bits into one byte.
+        mask |= (high.wrapping_mul(0x0002_0408_1020_4081) >> 56) << (8 * k);
+    }
+    mask
+}
+
+/// [`number_end`] read byte by byte (a number near the end of the text or
+/// longer than the window).
+#[inline(never)]
+fn number_end_bytes(src: &[u8], start: usize) -> Option<usize> {
     let mut i = start;
     if src.get(i) == Some(&b'-') {
         i += 1;
@@ -178,6 +302,40 @@ mod tests {
         }
         assert_eq!(skip_digits(b"", 0), 0);
         assert_eq!(skip_digits(b"123", 3), 3);
+    }
+
+    #[test]
+    fn the_window_agrees_with_the_byte_reader() {
+        let mut rng = crate::testing::Rng::new(7);
+        let alphabet = b"0123456789000-+.eE ,]x";
+        for _ in 0..200_000 {
+            let len = rng.below(40);
+            let text: Vec<u8> = (0..len + WINDOW).map(|_| rng.pick(alphabet)).collect();
+            for start in 0..3 {
+                assert_eq!(
+                    number_end(&text, start),
+                    number_end_bytes(&text, start),
+                    "{:?} at {start}",
+                    String::from_utf8_lossy(&text)
+                );
+            }
+        }
+        for window in [[b'7'; WINDOW], [b'0'; WINDOW]] {
+            assert_eq!(end_in_window(&window), None);
+        }
+    }
+
+    #[test]
+    fn non_digits_marks_every_other_byte() {
+        for byte in 0..=255u8 {
+            for at in 0..WINDOW {
+                let mut window = [b'5'; WINDOW];
+                window[at] = byte;
+                let want = if byte.is_ascii_digit() { 0 } else { 1 << at };
+                assert_eq!(non_digits(&window), want, "{byte:#x} at {at}");
+                assert_eq!(non_digits_by_words(&window), want, "{byte:#x} at {at}");
+            }
+        }
     }
 
     #[test]

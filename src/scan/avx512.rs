@@ -1,0 +1,256 @@
+//! The AVX-512 kernel (AVX-512F + AVX-512BW, with PCLMULQDQ): a 64-byte
+//! block is one 512-bit vector, and every byte compare yields its 64-bit
+//! mask directly, with no movemask and no joining of halves.
+//!
+//! * Quotes, backslashes, control bytes: one compare each.
+//! * Whitespace and `{ } [ ] : ,`: one `vpshufb` lookup each in the tables
+//!   of [`super::classify`].
+//! * In-string prefix XOR: carry-less multiply by all ones.
+//! * Offsets: per 16 bits of a block's mask, `vpcompressd` packs the
+//!   offsets of the set bits and one 64-byte store writes them.
+//! * UTF-8: the nibble-table method of [`super::utf8`], skipped for blocks
+//!   that are pure ASCII.
+//!
+//! VBMI and VPCLMULQDQ are not used: with one block per step there is one
+//! prefix XOR per block (a 128-bit carry-less multiply does it), and the
+//! byte permutes VBMI adds would only replace the lane-crossing align of
+//! the UTF-8 check, which runs on non-ASCII blocks only.
+
+#[cfg(target_arch = "x86")]
+use core::arch::x86::*;
+#[cfg(target_arch = "x86_64")]
+use core::arch::x86_64::*;
+
+use super::classify::{OP_TABLE, WHITESPACE_TABLE};
+use super::generic::{self, Masks, Simd, Utf8Check};
+use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
+use crate::error::Result;
+use crate::index::Index;
+
+/// Proof that the CPU supports AVX-512F, AVX-512BW and PCLMULQDQ.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Avx512(());
+
+impl Avx512 {
+    /// # Safety
+    /// The CPU must support AVX-512F, AVX-512BW, PCLMULQDQ, POPCNT and
+    /// BMI1 (checked at run time by `scan::mod`, the only caller).
+    pub(crate) unsafe fn new_unchecked() -> Avx512 {
+        Avx512(())
+    }
+}
+
+/// Runs stage 1 with this kernel.
+pub(crate) fn scan(token: Avx512, input: &[u8], index: &mut Index) -> Result<()> {
+    // SAFETY: an `Avx512` exists, so the CPU has the features below.
+    unsafe { scan_avx512(token, input, index) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,pclmulqdq,popcnt,bmi1")]
+unsafe fn scan_avx512(token: Avx512, input: &[u8], index: &mut Index) -> Result<()> {
+    // SAFETY: the enabled features are those `Avx512` stands for.
+    unsafe { generic::scan(token, input, index) }
+}
+
+/// A 512-bit vector repeating a 16-byte table in each 128-bit lane
+/// (`vpshufb` looks up within lanes).
+#[inline(always)]
+fn table(t: &[u8; 16]) -> __m512i {
+    // SAFETY: `t` is 16 readable bytes; AVX-512F, only compiled into this
+    // kernel.
+    unsafe { _mm512_broadcast_i32x4(_mm_loadu_si128(t.as_ptr().cast())) }
+}
+
+/// 0, 1, ..., 15: each 32-bit lane's number.
+#[inline(always)]
+fn lane_numbers() -> __m512i {
+    // SAFETY: AVX-512F, only compiled into this kernel.
+    unsafe { _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15) }
+}
+
+impl Simd for Avx512 {
+    type Block = __m512i;
+    type Utf8 = Utf8;
+
+    #[inline(always)]
+    unsafe fn load(self, ptr: *const u8) -> __m512i {
+        // SAFETY: the caller guarantees 64 readable bytes at ptr;
+        // unaligned load.
+        unsafe { _mm512_loadu_si512(ptr.cast()) }
+    }
+
+    #[inline(always)]
+    fn masks(self, &v: &__m512i) -> Masks {
+        // SAFETY: AVX-512F/BW intrinsics; an `Avx512` token exists.
+        unsafe {
+            let control = _mm512_cmplt_epu8_mask(v, _mm512_set1_epi8(0x20));
+            let op = _mm512_cmpeq_epi8_mask(
+                _mm512_shuffle_epi8(table(&OP_TABLE), v),
+                _mm512_or_si512(v, _mm512_set1_epi8(0x20)),
+            );
+            Masks {
+                quote: _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'"' as i8)),
+                backslash: _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'\\' as i8)),
+                op: op & !control,
+                whitespace: _mm512_cmpeq_epi8_mask(
+                    _mm512_shuffle_epi8(table(&WHITESPACE_TABLE), v),
+                    v,
+                ),
+                control,
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn is_plain_string(self, &v: &__m512i) -> bool {
+        // SAFETY: AVX-512F/BW intrinsics; an `Avx512` token exists.
+        unsafe {
+            // Signed compare: 0x20 > byte holds below 0x20 and, the byte
+            // being negative, from 0x80.
+            let special = _mm512_cmplt_epi8_mask(v, _mm512_set1_epi8(0x20))
+                | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'"' as i8))
+                | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'\\' as i8));
+            special == 0
+        }
+    }
+
+    #[inline(always)]
+    fn prefix_xor(self, bits: u64) -> u64 {
+        // SAFETY: PCLMULQDQ and SSE2 intrinsics; an `Avx512` token exists.
+        unsafe {
+            let product =
+                _mm_clmulepi64_si128(_mm_set_epi64x(0, bits as i64), _mm_set1_epi8(-1), 0x00);
+            _mm_cvtsi128_si64(product) as u64
+        }
+    }
+
+    #[inline(always)]
+    fn utf8(self) -> Utf8 {
+        // SAFETY: AVX-512F intrinsics; an `Avx512` token exists.
+        unsafe {
+            Utf8 {
+                error: _mm512_setzero_si512(),
+                prev: _mm512_setzero_si512(),
+                incomplete: false,
+                truncated: false,
+            }
+        }
+    }
+
+    /// Branch-free: for each 16 bits of `bits`, `vpcompressd` packs the
+    /// offsets of the set bits to the front of a vector, which is stored
+    /// whole (16 slots); the cursor moves by the popcount.
+    #[inline(always)]
+    unsafe fn write_offsets(self, out: *mut u32, base: u32, bits: u64) -> usize {
+        // SAFETY: AVX-512F intrinsics, an `Avx512` token exists. Before
+        // chunk k the cursor is at most 16 k slots from `out` and the
+        // store writes 16 slots, so every store stays within the 64 the
+        // caller provides.
+        unsafe {
+            let mut offsets = _mm512_add_epi32(lane_numbers(), _mm512_set1_epi32(base as i32));
+            let mut cursor = out;
+            for k in 0..4 {
+                let chunk = (bits >> (16 * k)) as u16;
+                _mm512_storeu_si512(cursor.cast(), _mm512_maskz_compress_epi32(chunk, offsets));
+                cursor = cursor.add(chunk.count_ones() as usize);
+                offsets = _mm512_add_epi32(offsets, _mm512_set1_epi32(16));
+            }
+            cursor.offset_from(out) as usize
+        }
+    }
+}
+
+/// Streaming UTF-8 state: accumulated error bits, the previous 64 bytes,
+/// and whether the previous block ended inside a sequence.
+pub(crate) struct Utf8 {
+    error: __m512i,
+    prev: __m512i,
+    incomplete: bool,
+    /// An ASCII block followed an incomplete sequence.
+    truncated: bool,
+}
+
+/// The high nibble of every byte.
+#[inline(always)]
+fn high_nibbles(v: __m512i) -> __m512i {
+    // SAFETY: AVX-512BW intrinsics; only compiled into this kernel.
+    unsafe { _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0f)) }
+}
+
+impl Utf8Check<__m512i> for Utf8 {
+    #[inline(always)]
+    fn check(&mut self, &input: &__m512i) {
+        // SAFETY: AVX-512F/BW intrinsics; a `Utf8` only exists inside this
+        // kernel; INCOMPLETE_AT_END is 32 readable bytes.
+        unsafe {
+            if _mm512_movepi8_mask(input) == 0 {
+                // ASCII: nothing to check beyond an open sequence.
+                self.truncated |= self.incomplete;
+                self.incomplete = false;
+                self.prev = input;
+                return;
+            }
+            // The bytes 1, 2 and 3 positions earlier, across the block
+            // boundary: the lanes shifted up by one (the previous block's
+            // last lane first), then a per-lane align.
+            let joined = _mm512_permutex2var_epi64(
+                input,
+                _mm512_setr_epi64(14, 15, 0, 1, 2, 3, 4, 5),
+                self.prev,
+            );
+            let prev1 = _mm512_alignr_epi8(input, joined, 15);
+            let prev2 = _mm512_alignr_epi8(input, joined, 14);
+            let prev3 = _mm512_alignr_epi8(input, joined, 13);
+
+            let low_nibble = _mm512_set1_epi8(0x0f);
+            let special = _mm512_and_si512(
+                _mm512_and_si512(
+                    _mm512_shuffle_epi8(table(&PREV_HIGH), high_nibbles(prev1)),
+                    _mm512_shuffle_epi8(table(&PREV_LOW), _mm512_and_si512(prev1, low_nibble)),
+                ),
+                _mm512_shuffle_epi8(table(&CURRENT_HIGH), high_nibbles(input)),
+            );
+            let must_continue = _mm512_or_si512(
+                _mm512_subs_epu8(prev2, _mm512_set1_epi8((0xe0u8 - 1) as i8)),
+                _mm512_subs_epu8(prev3, _mm512_set1_epi8((0xf0u8 - 1) as i8)),
+            );
+            // 0x80 where a 3rd or 4th byte is required.
+            let must_continue_80 = _mm512_maskz_mov_epi8(
+                _mm512_test_epi8_mask(must_continue, must_continue),
+                _mm512_set1_epi8(0x80u8 as i8),
+            );
+            self.error = _mm512_or_si512(self.error, _mm512_xor_si512(special, must_continue_80));
+
+            // The last three bytes against INCOMPLETE_AT_END's thresholds
+            // (its last 32 bytes line up with the block's last 32).
+            let last32 = _mm512_extracti64x4_epi64(input, 1);
+            let open = _mm256_subs_epu8(
+                last32,
+                _mm256_loadu_si256(INCOMPLETE_AT_END.as_ptr().cast()),
+            );
+            self.incomplete = _mm256_testz_si256(open, open) == 0;
+            self.prev = input;
+        }
+    }
+
+    #[inline(always)]
+    fn skip_ascii(&mut self) {
+        // SAFETY: AVX-512F intrinsics; a `Utf8` only exists inside this
+        // kernel.
+        unsafe { self.prev = _mm512_setzero_si512() }
+    }
+
+    #[inline(always)]
+    fn at_boundary(&self) -> bool {
+        !self.incomplete
+    }
+
+    #[inline(always)]
+    fn finish(&mut self) -> bool {
+        // SAFETY: AVX-512F intrinsics; a `Utf8` only exists inside this
+        // kernel.
+        unsafe {
+            _mm512_test_epi8_mask(self.error, self.error) != 0 || self.incomplete || self.truncated
+        }
+    }
+}
