@@ -7,7 +7,7 @@ export QJSON_DATA ?= $(abspath $(firstword $(wildcard ../shared/data /work/share
 
 LIB := target/release/libqjson.so
 
-.PHONY: all build deps deps-bench test bench clean
+.PHONY: all build deps deps-bench deps-cross test bench clean
 
 all: build
 
@@ -17,15 +17,20 @@ deps:
 deps-bench:
 	tools/deps.sh bench
 
+# The aarch64 cross build and emulator; without them make test and make
+# bench skip their aarch64 parts and say why.
+deps-cross:
+	tools/deps.sh cross || echo "deps: no aarch64 cross build here"
+
 build: deps
 	cargo build --release --quiet
 
 $(LIB): build
 
-test: build
+test: build deps-cross
 	tools/test.sh
 
-bench: deps-bench build
+bench: deps-bench deps-cross build
 	tools/bench.sh
 
 # make bench, then rewrite docs/benchmarks.md's generated part and its chart.

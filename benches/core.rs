@@ -53,6 +53,7 @@ fn simdjson_kernel(kernel: Kernel) -> &'static str {
         Kernel::Scalar => "fallback",
         Kernel::Avx2 => "haswell",
         Kernel::Avx512 => "icelake",
+        Kernel::Neon => "arm64",
     }
 }
 

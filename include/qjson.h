@@ -148,7 +148,7 @@ typedef struct qjson_reader {
 /* Library version, e.g. "0.1.0". */
 const char *qjson_version(void);
 
-/* The stage-1 kernel in use ("avx512", "avx2", "scalar"), or NULL when the
+/* The stage-1 kernel in use ("avx512", "avx2", "neon", "scalar"), or NULL when the
    QJSON_KERNEL environment variable names one this build or CPU lacks. */
 const char *qjson_kernel(void);
 

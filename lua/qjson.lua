@@ -245,7 +245,7 @@ function _M.duplicate_keys(policy)
     return defaults.duplicate_keys
 end
 
--- The stage-1 kernel in use ("avx512", "avx2" or "scalar").
+-- The stage-1 kernel in use ("avx512", "avx2", "neon" or "scalar").
 function _M.kernel()
     local name = C.qjson_kernel()
     if name == nil then

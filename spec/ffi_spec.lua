@@ -204,7 +204,7 @@ describe("qjson.kernel", function()
         if forced and forced ~= "" then
             assert.equal(forced, qjson.kernel())
         else
-            local known = { avx512 = true, avx2 = true, scalar = true }
+            local known = { avx512 = true, avx2 = true, neon = true, scalar = true }
             assert.truthy(known[qjson.kernel()])
         end
         assert.equal(qjson.kernel(), require("qjson.safe").kernel())

@@ -195,6 +195,7 @@ pub extern "C" fn qjson_kernel() -> *const c_char {
         Some(scan::Kernel::Scalar) => c"scalar".as_ptr(),
         Some(scan::Kernel::Avx2) => c"avx2".as_ptr(),
         Some(scan::Kernel::Avx512) => c"avx512".as_ptr(),
+        Some(scan::Kernel::Neon) => c"neon".as_ptr(),
         None => ptr::null(),
     }
 }

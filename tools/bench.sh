@@ -38,6 +38,16 @@ else
 fi
 
 echo
+echo "== aarch64 NEON kernel under qemu: stage-1 instructions per byte, beside the scalar kernel's"
+if [ "${QUICK:-0}" = 1 ]; then
+    echo "(skipped under QUICK=1)"
+elif why=$(tools/aarch64.sh check); then
+    tools/aarch64.sh count
+else
+    echo "(skipped: $why)"
+fi
+
+echo
 which="Debian's lua-cjson"
 if [ -n "$QJSON_BASELINES" ]; then
     which="OpenResty's lua-cjson fork and lua-resty-simdjson"

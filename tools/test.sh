@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 passed=0
 failed=0
 failures=()
+skipped=()
 
 # Kernels this CPU can run; each Rust and Lua suite runs once per kernel
 # (the Rust tests also compare every kernel the CPU runs against the
@@ -128,6 +129,22 @@ else
     failures+=("building LuaJIT with Lua 5.2 compatibility")
 fi
 
+# aarch64 (the NEON kernel): cross-built with Debian's Rust and run under
+# qemu-aarch64 (tools/aarch64.sh; `make test` installs it with
+# tools/deps.sh cross). Where that cannot run, skipped, saying why.
+section "aarch64 under emulation (tools/aarch64.sh)"
+aarch64_start=$SECONDS
+if why=$(tools/aarch64.sh check); then
+    cargo_tests "cargo test for aarch64 under qemu-aarch64 (neon kernel)" tools/aarch64.sh test
+    check "cargo clippy -D warnings for aarch64" tools/aarch64.sh clippy
+    tap_tests "LuaJIT arm64 under qemu-aarch64: the outputs of x86-64 (tools/outputs.lua)" \
+        tools/aarch64.sh smoke
+    echo "aarch64 part: $((SECONDS - aarch64_start)) s"
+else
+    echo "SKIPPED: $why"
+    skipped+=("aarch64 under emulation: $why")
+fi
+
 for k in "${kernels[@]}"; do
     tap_tests "specs inside nginx (QJSON_KERNEL=$k)" env QJSON_KERNEL="$k" tools/nginx-lua spec/nginx/run.lua
     tap_tests "gateway example in nginx (QJSON_KERNEL=$k)" env QJSON_KERNEL="$k" tools/gateway-test
@@ -144,6 +161,9 @@ tap_tests "valgrind memcheck, JIT off: parse, safe, decode, eager, re-entry spec
     spec/eager_spec.lua spec/reentry_spec.lua
 
 section "done"
+for reason in "${skipped[@]}"; do
+    echo "skipped: $reason"
+done
 if [ ${#failures[@]} -gt 0 ]; then
     echo "failed: ${failures[*]}"
 fi

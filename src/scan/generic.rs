@@ -175,6 +175,19 @@ pub(crate) trait Utf8Check<B> {
     fn finish(&mut self) -> bool;
 }
 
+/// The prefix XOR of `bits` in six shift-XOR steps, for kernels without a
+/// carry-less multiply: each step doubles the span already folded in.
+#[inline(always)]
+pub(crate) fn prefix_xor_by_shifts(mut bits: u64) -> u64 {
+    bits ^= bits << 1;
+    bits ^= bits << 2;
+    bits ^= bits << 4;
+    bits ^= bits << 8;
+    bits ^= bits << 16;
+    bits ^= bits << 32;
+    bits
+}
+
 /// State carried from one block to the next.
 #[derive(Default)]
 struct Carry {

@@ -9,9 +9,12 @@
 //! `generic`: `scalar` everywhere, `avx2` on x86 CPUs with AVX2 and
 //! PCLMULQDQ, `avx512` on x86 CPUs with AVX-512F, AVX-512BW and PCLMULQDQ
 //! (the x86 kernels also require POPCNT and BMI1, which every CPU with
-//! those has). The kernel is chosen once, at the first parse, and cached:
-//! the best one the CPU supports, or the one named by the environment
-//! variable `QJSON_KERNEL` (`scalar`, `avx2`, `avx512`). A name this build does not
+//! those has), `neon` on every aarch64 CPU (NEON is part of the
+//! architecture; the carry-less multiply, from the optional `aes`
+//! extension, is used when present). The kernel is chosen once, at the
+//! first parse, and cached: the best one the CPU supports, or the one
+//! named by the environment variable `QJSON_KERNEL` (`scalar`, `avx2`,
+//! `avx512`, `neon`). A name this build does not
 //! know, or a kernel this CPU cannot run, is an error
 //! ([`ErrorCode::BadKernel`]), never a silent fallback, so a test that
 //! forces a kernel is sure to exercise it. [`active_kernel`] names the
@@ -29,6 +32,8 @@ mod avx2;
 mod avx512;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod classify;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 
 use core::sync::atomic::{AtomicU8, Ordering};
 
@@ -45,11 +50,13 @@ pub enum Kernel {
     Avx2 = 2,
     /// AVX-512F + AVX-512BW + PCLMULQDQ, 64 bytes per step.
     Avx512 = 3,
+    /// NEON (aarch64), 64 bytes per step.
+    Neon = 4,
 }
 
 impl Kernel {
     /// Every kernel this build contains, best last.
-    pub const ALL: [Kernel; 3] = [Kernel::Scalar, Kernel::Avx2, Kernel::Avx512];
+    pub const ALL: [Kernel; 4] = [Kernel::Scalar, Kernel::Avx2, Kernel::Avx512, Kernel::Neon];
 
     /// The name used by `QJSON_KERNEL` and [`active_kernel`].
     pub fn name(self) -> &'static str {
@@ -57,6 +64,7 @@ impl Kernel {
             Kernel::Scalar => "scalar",
             Kernel::Avx2 => "avx2",
             Kernel::Avx512 => "avx512",
+            Kernel::Neon => "neon",
         }
     }
 
@@ -86,6 +94,7 @@ impl Kernel {
             }
             #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
             Kernel::Avx2 | Kernel::Avx512 => false,
+            Kernel::Neon => cfg!(target_arch = "aarch64"),
         }
     }
 
@@ -157,6 +166,14 @@ pub fn scan_with(kernel: Kernel, input: &[u8], index: &mut Index) -> Result<()> 
             // SAFETY: is_supported() just confirmed the features.
             let token = unsafe { avx512::Avx512::new_unchecked() };
             avx512::scan(token, input, index)
+        }
+        #[cfg(target_arch = "aarch64")]
+        Kernel::Neon => {
+            let pmull = std::arch::is_aarch64_feature_detected!("aes").then(|| {
+                // SAFETY: the CPU was just found to have the `aes` feature.
+                unsafe { neon::Neon::new_unchecked() }
+            });
+            neon::scan(pmull, input, index)
         }
         _ => Err(Error::new(ErrorCode::BadKernel, 0)),
     }

@@ -15,12 +15,13 @@
 //!   `]`/`}`; it also matches 0x0C and 0x1A, removed with the control mask.
 //! * Whitespace: four comparisons.
 //!
-//! The prefix XOR is six shift-XOR steps. UTF-8 is validated up front by
-//! `core::str::from_utf8` (whose ASCII path is word-at-a-time too), so the
-//! per-block checker only reports that verdict. The byte-at-a-time
+//! The prefix XOR is six shift-XOR steps (`generic::prefix_xor_by_shifts`).
+//! UTF-8 is validated up front by `core::str::from_utf8` (whose ASCII path
+//! is word-at-a-time too), so the per-block checker only reports that
+//! verdict. The byte-at-a-time
 //! reference the kernels are tested against is `crate::testing::naive_scan`.
 
-use super::generic::{Masks, Simd, Utf8Check};
+use super::generic::{self, Masks, Simd, Utf8Check};
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -122,14 +123,8 @@ impl Simd for Scalar {
     }
 
     #[inline(always)]
-    fn prefix_xor(self, mut bits: u64) -> u64 {
-        bits ^= bits << 1;
-        bits ^= bits << 2;
-        bits ^= bits << 4;
-        bits ^= bits << 8;
-        bits ^= bits << 16;
-        bits ^= bits << 32;
-        bits
+    fn prefix_xor(self, bits: u64) -> u64 {
+        generic::prefix_xor_by_shifts(bits)
     }
 
     fn utf8(self) -> Verdict {

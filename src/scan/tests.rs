@@ -55,6 +55,8 @@ fn the_machine_runs_a_simd_kernel_when_it_has_one() {
             assert!(kernels.contains(&Kernel::Avx512));
         }
     }
+    #[cfg(target_arch = "aarch64")]
+    assert!(kernels.contains(&Kernel::Neon));
 }
 
 #[test]

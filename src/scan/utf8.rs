@@ -108,7 +108,9 @@ pub(crate) const CURRENT_HIGH: [u8; 16] = [
 
 /// Per-position thresholds for "the block ends inside a sequence": a byte
 /// at or above `INCOMPLETE_AT_END[i] + 1` in one of the last three
-/// positions of a 32-byte vector needs bytes beyond it.
+/// positions of a 32-byte vector needs bytes beyond it (the x86 kernels'
+/// layout).
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 pub(crate) const INCOMPLETE_AT_END: [u8; 32] = {
     let mut t = [0xff; 32];
     t[29] = 0xf0 - 1;
