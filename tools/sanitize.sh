@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # `make sanitize`: the Rust tests under AddressSanitizer, once per kernel
 # this CPU runs, then the unit tests under Miri (which runs the scalar
-# kernel only: it has no SIMD intrinsics, and reports no AVX2, so the
-# kernel loops of the tests skip avx2 and avx512 by themselves). Installs the nightly
-# toolchain, rust-src and Miri if they are missing. Each tool builds into
-# its own target directory so the release library `make test` uses is
-# left alone.
+# kernel only: Miri reports no AVX2, so the kernel loops of the tests skip
+# avx2 and avx512 by themselves), then the kernel oracle tests under Miri
+# again with the SIMD kernels' features enabled, so that they run too.
+# Installs the nightly toolchain, rust-src and Miri if they are missing.
+# Each tool builds into its own target directory so the release library
+# `make test` uses is left alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,4 +62,17 @@ skip=()
 for t in "${sweeps[@]}"; do skip+=(--skip "$t"); done
 echo "sanitize: Miri (scalar kernel)"
 MIRIFLAGS="-Zmiri-strict-provenance" cargo +nightly miri test --lib -- "${skip[@]}"
+
+# Miri also runs the SIMD kernels, emulating their instructions, when
+# their target features are enabled at compile time (is_x86_feature_detected!
+# is then true at once): this is how the avx512 kernel runs on a CPU
+# without AVX-512. Oracle tests that compare every kernel with the
+# byte-at-a-time reference, a few minutes under Miri.
+simd_features=+avx2,+pclmulqdq,+popcnt,+bmi1,+avx512f,+avx512bw
+echo "sanitize: Miri, the avx2 and avx512 kernels emulated ($simd_features)"
+RUSTFLAGS="-C target-feature=$simd_features" MIRIFLAGS="-Zmiri-strict-provenance" \
+    CARGO_TARGET_DIR=target/miri-simd cargo +nightly miri test --lib -- --exact \
+    scan::tests::the_machine_runs_a_simd_kernel_when_it_has_one scan::tests::small_documents \
+    scan::tests::random_texts_match_the_oracle scan::tests::random_json_matches_the_oracle \
+    scan::tests::blocks_of_every_density
 echo "sanitize: no finding"

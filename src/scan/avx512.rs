@@ -6,8 +6,7 @@
 //! * Whitespace and `{ } [ ] : ,`: one `vpshufb` lookup each in the tables
 //!   of [`super::classify`].
 //! * In-string prefix XOR: carry-less multiply by all ones.
-//! * Offsets: per 16 bits of a block's mask, `vpcompressd` packs the
-//!   offsets of the set bits and one 64-byte store writes them.
+//! * Offsets: the AVX2 kernel's table writer, eight per store.
 //! * UTF-8: the nibble-table method of [`super::utf8`], skipped for blocks
 //!   that are pure ASCII.
 //!
@@ -21,6 +20,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
+use super::avx2;
 use super::classify::{OP_TABLE, WHITESPACE_TABLE};
 use super::generic::{self, Masks, Simd, Utf8Check};
 use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
@@ -59,13 +59,6 @@ fn table(t: &[u8; 16]) -> __m512i {
     // SAFETY: `t` is 16 readable bytes; AVX-512F, only compiled into this
     // kernel.
     unsafe { _mm512_broadcast_i32x4(_mm_loadu_si128(t.as_ptr().cast())) }
-}
-
-/// 0, 1, ..., 15: each 32-bit lane's number.
-#[inline(always)]
-fn lane_numbers() -> __m512i {
-    // SAFETY: AVX-512F, only compiled into this kernel.
-    unsafe { _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15) }
 }
 
 impl Simd for Avx512 {
@@ -137,26 +130,16 @@ impl Simd for Avx512 {
         }
     }
 
-    /// Branch-free: for each 16 bits of `bits`, `vpcompressd` packs the
-    /// offsets of the set bits to the front of a vector, which is stored
-    /// whole (16 slots); the cursor moves by the popcount.
+    /// The AVX2 kernel's branch-free table writer (AVX-512F includes
+    /// AVX2). `vpcompressd` would write 16 offsets per store instead of 8,
+    /// but it could not be measured on the machine this kernel was written
+    /// on (no AVX-512), and Miri, which runs this kernel there with its
+    /// features emulated (`make sanitize`), cannot execute it.
     #[inline(always)]
     unsafe fn write_offsets(self, out: *mut u32, base: u32, bits: u64) -> usize {
-        // SAFETY: AVX-512F intrinsics, an `Avx512` token exists. Before
-        // chunk k the cursor is at most 16 k slots from `out` and the
-        // store writes 16 slots, so every store stays within the 64 the
-        // caller provides.
-        unsafe {
-            let mut offsets = _mm512_add_epi32(lane_numbers(), _mm512_set1_epi32(base as i32));
-            let mut cursor = out;
-            for k in 0..4 {
-                let chunk = (bits >> (16 * k)) as u16;
-                _mm512_storeu_si512(cursor.cast(), _mm512_maskz_compress_epi32(chunk, offsets));
-                cursor = cursor.add(chunk.count_ones() as usize);
-                offsets = _mm512_add_epi32(offsets, _mm512_set1_epi32(16));
-            }
-            cursor.offset_from(out) as usize
-        }
+        // SAFETY: forwarded from the caller; an `Avx512` token exists, so
+        // the CPU has AVX2 and POPCNT.
+        unsafe { avx2::write_offsets_by_bytes(out, base, bits) }
     }
 }
 

@@ -2,9 +2,10 @@
 //!
 //! Each kernel supplies a [`Simd`] instance: how to load 64 bytes, how to
 //! turn them into per-byte class masks ([`Masks`], bit `i` = byte `i`), a
-//! carry-less prefix XOR, and a UTF-8 checker. Everything below works on
-//! those `u64` masks, so every kernel computes the same index by
-//! construction; the tests also compare them byte for byte.
+//! carry-less prefix XOR, and a UTF-8 checker; optionally a faster way to
+//! turn a mask into offsets. Everything below works on those `u64` masks,
+//! so every kernel computes the same index by construction; the tests also
+//! compare them byte for byte.
 //!
 //! # The algorithm, on one block
 //!
