@@ -445,6 +445,193 @@ pub fn naive_is_valid(input: &[u8], max_depth: usize) -> bool {
     p.value(0) && p.i == input.len()
 }
 
+/// The error stage 2 must report for `input`, whose stage-1 entries are
+/// `positions` (from [`naive_scan`]), under the last-wins policy and the
+/// nesting limit `max_depth`: the code and offset of the first problem met
+/// reading the entries in order. Recursive descent over the entries, with
+/// strings, numbers and literals read byte by byte; it shares no code with
+/// the walk.
+pub fn naive_stage2(input: &[u8], positions: &[u32], max_depth: usize) -> Result<(), Error> {
+    use ErrorCode::*;
+    struct V<'a> {
+        s: &'a [u8],
+        pos: &'a [u32],
+        i: usize,
+        max_depth: usize,
+    }
+    impl V<'_> {
+        fn at(&self, i: usize) -> usize {
+            self.pos.get(i).map_or(self.s.len(), |&p| p as usize)
+        }
+        fn byte(&self, i: usize) -> Option<u8> {
+            self.pos.get(i).map(|&p| self.s[p as usize])
+        }
+        fn fail(&self, code: ErrorCode, i: usize) -> Result<(), Error> {
+            Err(Error::new(code, self.at(i)))
+        }
+        /// After a number or literal: the end, whitespace, a structural
+        /// byte or a quote.
+        fn ends(&self, at: usize) -> bool {
+            self.s
+                .get(at)
+                .is_none_or(|b| b" \t\n\r,:[]{}\"".contains(b))
+        }
+        fn value(&mut self, depth: usize, missing: ErrorCode) -> Result<(), Error> {
+            let i = self.i;
+            let at = self.at(i);
+            match self.byte(i) {
+                Some(open @ (b'{' | b'[')) => {
+                    if depth >= self.max_depth {
+                        return self.fail(DepthExceeded, i);
+                    }
+                    let object = open == b'{';
+                    let close = if object { b'}' } else { b']' };
+                    self.i += 1;
+                    if self.byte(self.i) == Some(close) {
+                        self.i += 1;
+                        return Ok(());
+                    }
+                    let mut first = true;
+                    loop {
+                        if object {
+                            let k = self.i;
+                            let missing = if first {
+                                ExpectedKeyOrBrace
+                            } else {
+                                ExpectedKey
+                            };
+                            if self.byte(k) != Some(b'"') {
+                                return self.fail(missing, k);
+                            }
+                            self.string()?;
+                            if self.byte(self.i) != Some(b':') {
+                                return self.fail(ExpectedColon, self.i);
+                            }
+                            self.i += 1;
+                            self.value(depth + 1, ExpectedValue)?;
+                        } else {
+                            let missing = if first {
+                                ExpectedValueOrBracket
+                            } else {
+                                ExpectedValue
+                            };
+                            self.value(depth + 1, missing)?;
+                        }
+                        first = false;
+                        match self.byte(self.i) {
+                            Some(b',') => self.i += 1,
+                            Some(b) if b == close => {
+                                self.i += 1;
+                                return Ok(());
+                            }
+                            _ if object => return self.fail(ExpectedCommaOrBrace, self.i),
+                            _ => return self.fail(ExpectedCommaOrBracket, self.i),
+                        }
+                    }
+                }
+                Some(b'"') => self.string(),
+                Some(first @ (b't' | b'f' | b'n')) => {
+                    let word: &[u8] = match first {
+                        b't' => b"true",
+                        b'f' => b"false",
+                        _ => b"null",
+                    };
+                    if !self.s[at..].starts_with(word) || !self.ends(at + word.len()) {
+                        return self.fail(InvalidLiteral, i);
+                    }
+                    self.i += 1;
+                    Ok(())
+                }
+                Some(b'-' | b'0'..=b'9') => {
+                    let s = self.s;
+                    let digits = |from: usize| {
+                        from + s[from..].iter().take_while(|b| b.is_ascii_digit()).count()
+                    };
+                    let mut j = at + usize::from(s[at] == b'-');
+                    let int_end = digits(j);
+                    let mut ok = int_end > j && (s[j] != b'0' || int_end == j + 1);
+                    j = int_end;
+                    if ok && s.get(j) == Some(&b'.') {
+                        let frac_end = digits(j + 1);
+                        ok = frac_end > j + 1;
+                        j = frac_end;
+                    }
+                    if ok && matches!(s.get(j), Some(b'e' | b'E')) {
+                        j += 1;
+                        if matches!(s.get(j), Some(b'+' | b'-')) {
+                            j += 1;
+                        }
+                        let exp_end = digits(j);
+                        ok = exp_end > j;
+                        j = exp_end;
+                    }
+                    if !ok || !self.ends(j) {
+                        return self.fail(InvalidNumber, i);
+                    }
+                    self.i += 1;
+                    Ok(())
+                }
+                _ => self.fail(missing, i),
+            }
+        }
+        /// The string whose quotes are entries i and i + 1: its escapes,
+        /// byte by byte.
+        fn string(&mut self) -> Result<(), Error> {
+            let s = self.s;
+            let hex4 = |at: usize| {
+                let h = s.get(at..at + 4)?;
+                h.iter()
+                    .all(u8::is_ascii_hexdigit)
+                    .then(|| u32::from_str_radix(core::str::from_utf8(h).unwrap(), 16).unwrap())
+            };
+            let end = self.pos[self.i + 1] as usize;
+            let mut j = self.pos[self.i] as usize + 1;
+            while j < end {
+                if s[j] != b'\\' {
+                    j += 1;
+                    continue;
+                }
+                let fail = |code| Err(Error::new(code, j));
+                match s[j + 1] {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => j += 2,
+                    b'u' => match hex4(j + 2) {
+                        None => return fail(InvalidUnicodeEscape),
+                        Some(0xd800..=0xdbff) => {
+                            if s.get(j + 6..j + 8) != Some(b"\\u") {
+                                return fail(LoneSurrogate);
+                            }
+                            match hex4(j + 8) {
+                                None => return Err(Error::new(InvalidUnicodeEscape, j + 6)),
+                                Some(0xdc00..=0xdfff) => j += 12,
+                                Some(_) => return fail(LoneSurrogate),
+                            }
+                        }
+                        Some(0xdc00..=0xdfff) => return fail(LoneSurrogate),
+                        Some(_) => j += 6,
+                    },
+                    _ => return fail(InvalidEscape),
+                }
+            }
+            self.i += 2;
+            Ok(())
+        }
+    }
+    if positions.is_empty() {
+        return Err(Error::new(Empty, input.len()));
+    }
+    let mut v = V {
+        s: input,
+        pos: positions,
+        i: 0,
+        max_depth,
+    };
+    v.value(0, ExpectedValue)?;
+    if v.i < positions.len() {
+        return v.fail(TrailingContent, v.i);
+    }
+    Ok(())
+}
+
 /// Small edits that turn valid JSON into near-valid JSON: the inputs that
 /// find validation bugs.
 pub fn mutate(rng: &mut Rng, doc: &[u8]) -> Vec<u8> {

@@ -57,6 +57,7 @@ sweeps=(
     classes_are_exact_for_every_byte_in_every_lane specials_at_every_offset_of_a_long_string
     long_texts_across_runs_and_a_tail_after_a_full_run blocks_of_every_density
     the_window_agrees_with_the_byte_reader
+    errors_match_the_reference_on_mutated_documents
 )
 skip=()
 for t in "${sweeps[@]}"; do skip+=(--skip "$t"); done

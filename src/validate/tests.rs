@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::scan;
-use crate::testing::{Rng, mutate, naive_is_valid, random_json};
+use crate::testing::{Rng, mutate, naive_is_valid, naive_scan, naive_stage2, random_json};
 
 fn check(text: &[u8], opts: &Options) -> Result<Index> {
     let mut index = Index::default();
@@ -226,4 +226,38 @@ fn an_index_reaching_past_the_text_is_refused() {
         &Options::default(),
         &mut Scratch::default(),
     );
+}
+
+/// The code and offset of every rejection, against the recursive-descent
+/// reference (`naive_stage2` after `naive_scan`), on generated texts and
+/// small mutations of them, at several nesting limits.
+#[test]
+fn errors_match_the_reference_on_mutated_documents() {
+    let mut rng = Rng::new(13);
+    let mut rejected = 0;
+    for round in 0..20_000 {
+        let doc = random_json(&mut rng, 4);
+        let text = if round % 5 == 0 {
+            doc
+        } else {
+            mutate(&mut rng, &doc)
+        };
+        for max_depth in [DEFAULT_MAX_DEPTH, 2] {
+            let opts = Options {
+                max_depth,
+                ..Options::default()
+            };
+            let want = naive_scan(&text)
+                .and_then(|(positions, _)| naive_stage2(&text, &positions, max_depth as usize));
+            let got = check(&text, &opts).map(|_| ());
+            assert_eq!(
+                got,
+                want,
+                "{:?} at depth {max_depth}",
+                String::from_utf8_lossy(&text)
+            );
+            rejected += usize::from(want.is_err());
+        }
+    }
+    assert!(rejected > 10_000, "only {rejected} rejected");
 }
