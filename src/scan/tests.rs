@@ -60,6 +60,26 @@ fn the_machine_runs_a_simd_kernel_when_it_has_one() {
 }
 
 #[test]
+fn the_automatic_choice_is_the_best_kernel_allowed_and_avx512_only_when_named() {
+    let chosen = decide_for(None).unwrap();
+    assert!(chosen.is_chosen_automatically());
+    assert_eq!(decide_for(Some("")), Some(chosen));
+    for k in supported_kernels() {
+        assert_eq!(decide_for(Some(k.name())), Some(k));
+        if k.is_chosen_automatically() {
+            assert!(
+                k as u8 <= chosen as u8,
+                "{} is better than {}",
+                k.name(),
+                chosen.name()
+            );
+        }
+    }
+    assert_ne!(chosen, Kernel::Avx512);
+    assert_eq!(decide_for(Some("avx9000")), None);
+}
+
+#[test]
 fn forced_kernel_is_the_one_running() {
     // The environment is read once per process; this checks the decision
     // function itself so the test does not depend on test order.
