@@ -45,6 +45,7 @@ local ffi = require("ffi")
 local cjson = require("cjson")
 local qjson = require("qjson")
 local lazy = require("qjson.lazy")
+local qffi = require("qjson.ffi")
 local payloads = require("payloads")
 
 local QUICK = os.getenv("QUICK") == "1"
@@ -412,8 +413,8 @@ local function memory_per_document(text)
     measure_one("cjson", cjson.decode)
     measure_one("qjson.parse", qjson.parse, function(d) return d:memory() end)
     measure_one("qjson.decode", qjson.decode, function(v)
-        local st = lazy.state_of(v)
-        return st and st.doc:memory() or 0
+        local st = lazy.proxy_info(v)
+        return st and tonumber(qffi.C.qjson_memory(st.ptr)) or 0
     end)
     measure_one("qjson eager", function(s) return qjson.decode(s, EAGER) end)
 end

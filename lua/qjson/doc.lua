@@ -387,12 +387,12 @@ Doc.__tostring = function(self)
     return "qjson.doc: " .. (state.ptr and ("cursor " .. self._at) or "freed")
 end
 
--- Wraps a native handle from qjson_parse, which allocated `bytes` of
--- native memory anew. `src` is the Lua string the handle borrows: keeping
--- it in the state keeps it alive exactly as long as the handle can be
--- read. The root document is its own state (one table per parse); a
--- cursor refers to its root's.
-function _M.new(ptr, src, safe, bytes)
+-- Takes charge of the native handle `ptr` from qjson_parse, which
+-- allocated `bytes` of native memory anew: it is freed once `state` (a
+-- table whose `ptr` field holds it and whose `slot` field this sets) has
+-- been collected. Documents (below) and qjson.decode's proxy states
+-- (lua/qjson/lazy.lua) are such states.
+local function track(state, ptr, bytes)
     local slot
     if free_count > 0 then
         slot = free_slots[free_count]
@@ -401,12 +401,9 @@ function _M.new(ptr, src, safe, bytes)
         slot_count = slot_count + 1
         slot = slot_count
     end
-    -- _doc is in the constructor so that setting it does not grow the table.
-    local root = setmetatable({ ptr = ptr, src = src, safe = safe, _at = 0, _doc = false,
-                                slot = slot, bytes = bytes }, Doc)
-    root._doc = root
+    state.slot = slot
     handles[slot] = ptr
-    alive[slot] = root
+    alive[slot] = state
     held = held + 1
     live[held], live_at[slot] = slot, held
     native_debt = native_debt + bytes
@@ -424,6 +421,21 @@ function _M.new(ptr, src, safe, bytes)
         -- Parsed during lua_close, after qjson's cleanup: it runs again.
         qffi.arm()
     end
+end
+_M.track = track
+
+-- Wraps a native handle from qjson_parse, which allocated `bytes` of
+-- native memory anew. `src` is the Lua string the handle borrows: keeping
+-- it in the state keeps it alive exactly as long as the handle can be
+-- read. The root document is its own state (one table per parse); a
+-- cursor refers to its root's.
+function _M.new(ptr, src, safe, bytes)
+    -- _doc and slot are in the constructor so that setting them does not
+    -- grow the table.
+    local root = setmetatable({ ptr = ptr, src = src, safe = safe, _at = 0, _doc = false,
+                                slot = 0, bytes = bytes }, Doc)
+    root._doc = root
+    track(root, ptr, bytes)
     return root
 end
 

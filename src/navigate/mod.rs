@@ -15,6 +15,7 @@
 
 pub mod lookup;
 pub mod path;
+pub mod spans;
 pub mod tape;
 
 use core::ops::Range;
