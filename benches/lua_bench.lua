@@ -414,7 +414,7 @@ local function memory_per_document(text)
     measure_one("qjson.parse", qjson.parse, function(d) return d:memory() end)
     measure_one("qjson.decode", qjson.decode, function(v)
         local st = lazy.proxy_info(v)
-        return st and tonumber(qffi.C.qjson_memory(st.ptr)) or 0
+        return st and tonumber(qffi.C.qjson_memory(lazy.live_ptr(st))) or 0
     end)
     measure_one("qjson eager", function(s) return qjson.decode(s, EAGER) end)
 end

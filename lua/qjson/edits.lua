@@ -2,10 +2,12 @@
 -- (lua/qjson/lazy.lua) turned into edits of the source, for qjson.encode
 -- and qjson.materialize.
 --
--- An edit is { from, to, value [, rec, kept] }: source bytes [from, to)
--- are replaced by a value, or by nothing (DELETED); keys added to an
--- object (INSERT) or elements appended to an array (APPEND) are written
--- at one point (from == to) after the container's last source member.
+-- An edit is { from, to, value, depth [, rec, kept] }: source bytes
+-- [from, to) are replaced by a value, or by nothing (DELETED); keys added
+-- to an object (INSERT) or elements appended to an array (APPEND) are
+-- written at one point (from == to) after the container's last source
+-- member. `depth` is the nesting depth of the container the edit is in
+-- (0 for the root), which the encoder's depth limit needs.
 -- Sorted by `from`, two edits never partly overlap: they are disjoint, or
 -- one lies inside a range the other replaces (a member written inside a
 -- value that was replaced afterwards), and writers skip those. So the
@@ -35,8 +37,10 @@ local next = next
 local tonumber = tonumber
 local math_floor = math.floor
 local table_sort = table.sort
+local new_tab = require("table.new")
 
 local char_ptr = ffi.typeof("const char *")
+local uint32_array = ffi.typeof("uint32_t[?]")
 
 local _M = {}
 
@@ -48,6 +52,7 @@ _M.INSERT, _M.APPEND = INSERT, APPEND
 -- Appends to `list` the edits of the object at cursor in the document
 -- ptr (text at `base`), whose change record is rec, through reader R.
 local function object_edits(list, ptr, base, cursor, rec, R)
+    local depth = rec.depth
     C.qjson_spans(ptr, cursor, 1, R)
     local n = tonumber(R.count)
     local spans = R.spans
@@ -63,25 +68,26 @@ local function object_edits(list, ptr, base, cursor, rec, R)
             kept = true
         elseif s.live == 0 or v == DELETED then
             if kept then
-                list[#list + 1] = { prev_end, s.value_end, DELETED }
+                list[#list + 1] = { prev_end, s.value_end, DELETED, depth }
             else
                 local to = i + 1 < n and spans[i + 1].key_start or s.value_end
-                list[#list + 1] = { s.key_start, to, DELETED }
+                list[#list + 1] = { s.key_start, to, DELETED, depth }
             end
         else
-            list[#list + 1] = { s.value_start, s.value_end, v }
+            list[#list + 1] = { s.value_start, s.value_end, v, depth }
             kept = true
         end
         prev_end = s.value_end
     end
     if rec.added then
-        list[#list + 1] = { prev_end, prev_end, INSERT, rec, kept }
+        list[#list + 1] = { prev_end, prev_end, INSERT, depth, rec, kept }
     end
 end
 
 -- Appends to `list` the edits of the array at cursor in the document ptr
 -- (text at `base`), whose change record is rec, through reader R.
 local function array_edits(list, ptr, base, cursor, rec, R)
+    local depth = rec.depth
     C.qjson_spans(ptr, cursor, 0, R)
     local n0 = tonumber(R.count)
     local spans = R.spans
@@ -90,7 +96,7 @@ local function array_edits(list, ptr, base, cursor, rec, R)
     for i, v in next, rec.set do
         if i <= kept then
             local s = spans[i - 1]
-            list[#list + 1] = { s.value_start, s.value_end, v == DELETED and null or v }
+            list[#list + 1] = { s.value_start, s.value_end, v == DELETED and null or v, depth }
         end
     end
     -- Ends of the last kept element and of the source's elements (at
@@ -99,14 +105,55 @@ local function array_edits(list, ptr, base, cursor, rec, R)
     local kept_end = kept > 0 and spans[kept - 1].value_end or open
     local source_end = n0 > 0 and spans[n0 - 1].value_end or open
     if kept < n0 then
-        list[#list + 1] = { kept_end, source_end, DELETED }
+        list[#list + 1] = { kept_end, source_end, DELETED, depth }
     elseif n > n0 then
-        list[#list + 1] = { source_end, source_end, APPEND, rec }
+        list[#list + 1] = { source_end, source_end, APPEND, depth, rec }
     end
 end
 
 local function by_from(a, b)
     return a[1] < b[1]
+end
+
+local function cursor_of(code)
+    return code >= 0 and code or -1 - code
+end
+
+local function by_cursor(a, b)
+    return cursor_of(a.code) < cursor_of(b.code)
+end
+
+-- The nesting depth of the proxy (code `code`) in the document ptr,
+-- through reader R: one pass over the document up to it.
+function _M.depth_of(ptr, code, R)
+    C.qjson_depths(ptr, uint32_array(1, cursor_of(code)), 1, R)
+    local d = R.keys[0]
+    return d
+end
+
+-- Gives the change records of state st that lack one their container's
+-- depth (`rec.depth`), through reader R: one pass for all of them (none
+-- for the root's, at depth 0).
+local function give_depths(st, ptr, R)
+    local fresh
+    for _, rec in next, st.changes do
+        if not rec.depth then
+            if rec.code == 0 or rec.code == -1 then
+                rec.depth = 0
+            else
+                fresh = fresh or {}
+                fresh[#fresh + 1] = rec
+            end
+        end
+    end
+    if not fresh then return end
+    local n = #fresh
+    if n > 1 then table_sort(fresh, by_cursor) end
+    local cursors = uint32_array(n)
+    for i = 1, n do cursors[i - 1] = cursor_of(fresh[i].code) end
+    C.qjson_depths(ptr, cursors, n, R)
+    local found = R.keys
+    for i = 1, n do fresh[i].depth = found[i - 1] end
 end
 
 -- The sorted edits of the document with state st (which has change
@@ -117,7 +164,8 @@ local function edits_of(st, R)
     if list then return list end
     local ptr = lazy.live_ptr(st)
     local base = ffi_cast(char_ptr, st.src)
-    list = {}
+    give_depths(st, ptr, R)
+    list = new_tab(2, 0)
     for _, rec in next, st.changes do
         local code = rec.code
         if code >= 0 then
@@ -126,7 +174,7 @@ local function edits_of(st, R)
             array_edits(list, ptr, base, -1 - code, rec, R)
         end
     end
-    table_sort(list, by_from)
+    if #list > 1 then table_sort(list, by_from) end
     -- Set last: a finalizer run while it was made (by an allocation above)
     -- that encodes this document makes its own.
     st.edits = list
@@ -151,7 +199,7 @@ function _M.changed(st, proxy, code, R)
     local changes = st.changes
     if not changes then return false end
     if changes[proxy] then return true end
-    local from, to = lazy.source_span(st, lazy.live_ptr(st), code >= 0 and code or -1 - code, R)
+    local from, to = lazy.source_span(st, lazy.live_ptr(st), cursor_of(code), R)
     -- Edits starting on `from` replace the proxy: they are its parent's.
     local list = edits_of(st, R)
     local e = list[first_at(list, from + 1)]

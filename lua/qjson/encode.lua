@@ -27,6 +27,7 @@ local live_ptr = lazy.live_ptr
 local source_span = lazy.source_span
 local edits_of = edits.edits_of
 local first_edit = edits.first_at
+local depth_of = edits.depth_of
 local INSERT, APPEND = edits.INSERT, edits.APPEND
 local switch = options.switch
 local integer = options.integer
@@ -322,7 +323,11 @@ end
 -- `list` that start in (after, to) applied, skipping those inside a range
 -- an earlier one replaced. A container's own edits start after its first
 -- byte; one that starts on it replaces the container, and is its parent's.
-local function put_source(base, list, from, after, to, depth)
+-- The range is a value at nesting depth `from_depth` in its document
+-- (0 for the root) entered at `depth`; each edit's container
+-- is entered at its depth counted from there, as if every container in
+-- between had been (so the limit and its message are cjson's).
+local function put_source(base, list, from, after, to, depth, from_depth)
     local at = from
     local i = first_edit(list, after + 1)
     local e = list[i]
@@ -330,15 +335,20 @@ local function put_source(base, list, from, after, to, depth)
         local start = e[1]
         if start >= at then
             copy(base, at, start)
+            local d = depth + e[4] - from_depth
+            if d > config.max_depth then
+                nesting_error(config.max_depth + 1)
+            end
+            if d > deepest then deepest = d end
             local v = e[3]
             if v ~= DELETED then
                 flush()
                 if v == INSERT then
-                    put_added(e[4], e[5], depth)
+                    put_added(e[5], e[6], d)
                 elseif v == APPEND then
-                    put_appended(e[4], depth)
+                    put_appended(e[5], d)
                 else
-                    put_value(v, depth)
+                    put_value(v, d)
                 end
             end
             at = e[2]
@@ -351,16 +361,26 @@ end
 
 -- Writes the proxy (code `code`: see lua/qjson/lazy.lua) of state st: its
 -- source bytes, with its document's edits in that range applied.
-local function put_proxy(st, code, depth)
+local function put_proxy(st, proxy, code, depth)
     enter_table(depth)
     local ptr = live_ptr(st)
     local base = ffi_cast(char_ptr, st.src)
     local from, to = source_span(st, ptr, code >= 0 and code or -1 - code, reader)
-    if st.changes then
-        put_source(base, edits_of(st, reader), from, from, to, depth)
-    else
-        copy(base, from, to)
+    local changes = st.changes
+    if changes then
+        local list = edits_of(st, reader)
+        local e = list[first_edit(list, from + 1)]
+        if e and e[1] < to then
+            -- Changed inside: its own depth, known to its change record
+            -- if it has one (edits_of gave it), else found.
+            local rec = changes[proxy]
+            local from_depth = rec and rec.depth or depth_of(ptr, code, reader)
+            put_source(base, list, from, from, to, depth, from_depth)
+            flush()
+            return
+        end
     end
+    copy(base, from, to)
     flush()
 end
 
@@ -368,7 +388,7 @@ end
 local function put_container(v, depth)
     local st, code = proxy_info(v)
     if st then
-        put_proxy(st, code, depth)
+        put_proxy(st, v, code, depth)
     else
         put_table(v, depth)
     end
@@ -423,7 +443,7 @@ local function put_top(v)
     if st and (code == 0 or code == -1) and st.changes then
         enter_table(1)
         local src = st.src
-        put_source(ffi_cast(char_ptr, src), edits_of(st, reader), 0, -1, #src, 1)
+        put_source(ffi_cast(char_ptr, src), edits_of(st, reader), 0, -1, #src, 1, 0)
         flush()
         return
     end

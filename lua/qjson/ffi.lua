@@ -125,7 +125,7 @@ typedef struct qjson_span {
 typedef struct qjson_reader {
     qjson_value value;       /* lookups: the value found */
     qjson_value key;         /* qjson_member: the key (decoded; i64 is its byte offset) */
-    const uint32_t *keys;    /* qjson_members: key entries */
+    const uint32_t *keys;    /* qjson_members: key entries; qjson_depths: the depths */
     const qjson_item *items; /* qjson_tape: the items */
     const qjson_span *spans; /* qjson_spans: the members or elements */
     size_t count;            /* how many keys, items or spans; qjson_escape: bytes consumed;
@@ -215,6 +215,11 @@ int qjson_tape(qjson_doc *doc, uint32_t cursor, qjson_reader *reader);
    gets the container's own source text as qjson_raw fills it.
    QJSON_TYPE_MISMATCH for a scalar. */
 int qjson_spans(qjson_doc *doc, uint32_t cursor, int keys, qjson_reader *reader);
+
+/* The nesting depth (enclosing containers; 0 for the root) of the value at
+   each of cursors[0..count), which must ascend, in reader->keys and
+   reader->count. One pass over the document up to the last cursor. */
+int qjson_depths(qjson_doc *doc, const uint32_t *cursors, size_t count, qjson_reader *reader);
 
 /* Escapes a prefix of src[0..len) into dst[0..cap) as the contents of a
    JSON string, byte for byte as lua-cjson does (\/ only when escape_slash

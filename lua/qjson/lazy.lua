@@ -2,13 +2,14 @@
 --
 -- A proxy is an empty Lua table. What qjson knows about it lives in its
 -- metatable, which every proxy of one document shares: the document's
--- *state*. It holds the native document (`ptr`, `src` and `slot`, see
--- lua/qjson/doc.lua), the metamethods, and `reg`, a registry of the
--- proxies made so far, both ways: `reg[proxy]` is the proxy's code (its
--- cursor, or -1 - cursor for an array) and `reg[cursor]` the proxy, so
--- that a container read twice is the same table
--- (`t.messages == t.messages`). A proxy costs one empty table and two
--- hash entries; no JSON key can collide with internal fields, and
+-- *state*. It holds the native document (`ptr`, its address, and `src`,
+-- see lua/qjson/doc.lua), the metamethods, the root's code `rc` (its
+-- cursor 0, or -1 - 0 for an array) and `reg`, a registry of the other
+-- proxies made so far, both ways (made with the first of them):
+-- `reg[proxy]` is the proxy's code and `reg[cursor]` the proxy, so that
+-- a container read twice is the same table (`t.messages == t.messages`).
+-- A proxy costs one empty table and two hash entries; no JSON key can
+-- collide with internal fields, and
 -- `next`, `rawget` or iteration see nothing but data. State and proxies
 -- refer to each other only, so the collector frees a dropped document's
 -- proxies and state together.
@@ -28,9 +29,11 @@
 
 local ffi = require("ffi")
 local qffi = require("qjson.ffi")
-local track = require("qjson.doc").track
+local docs = require("qjson.doc")
 
 local C = qffi.C
+local track = docs.track
+local address_of = docs.address_of
 local enter = qffi.enter
 local leave = qffi.leave
 local null = qffi.null
@@ -65,6 +68,7 @@ local MAX_INDEX = 2 ^ 32
 local FREED = "qjson: document used after free()"
 
 local char_ptr = ffi.typeof("const char *")
+local DOC_PTR = ffi.typeof("qjson_doc *")
 
 local _M = {}
 
@@ -81,15 +85,25 @@ _M.empty_array_mt = empty_array_mt
 -- with state st: the one made before, or a new one.
 local function proxy_at(st, cursor, t)
     local reg = st.reg
-    local p = reg[cursor]
-    if p == nil then
+    local p = reg and reg[cursor]
+    if not p then
         -- Not a tail call: `return setmetatable(...)` ends the trace of a
         -- function that got one of its own ("leaving loop in root trace").
         p = setmetatable({}, st)
+        if not reg then
+            reg = new_tab(0, 2)
+            st.reg = reg
+        end
         reg[cursor] = p
         reg[p] = t == T_OBJECT and cursor or -1 - cursor
     end
     return p
+end
+
+-- The code of a proxy of state st.
+local function code_of(st, proxy)
+    local reg = st.reg
+    return reg and reg[proxy] or st.rc
 end
 
 -- The Lua value for the qjson_value `cell` a read of st's document just
@@ -159,16 +173,16 @@ local function get(st, proxy, code, k, R)
         local v, done = written(rec, code, k)
         if done then return v end
     end
-    local ptr = st.ptr
-    if not ptr then error(FREED, 0) end
-    local v = fetch(st, ptr, code, k, R)
+    local address = st.ptr
+    if not address then error(FREED, 0) end
+    local v = fetch(st, ffi_cast(DOC_PTR, address), code, k, R)
     return v
 end
 _M.get = get
 
 local function proxy_index(proxy, k)
     local st = getmetatable(proxy)
-    local code = st.reg[proxy]
+    local code = code_of(st, proxy)
     local changes = st.changes
     if changes then
         local rec = changes[proxy]
@@ -177,10 +191,10 @@ local function proxy_index(proxy, k)
             if done then return v end
         end
     end
-    local ptr = st.ptr
-    if not ptr then error(FREED, 2) end
+    local address = st.ptr
+    if not address then error(FREED, 2) end
     local R = enter()
-    local v = fetch(st, ptr, code, k, R)
+    local v = fetch(st, ffi_cast(DOC_PTR, address), code, k, R)
     leave(R)
     return v
 end
@@ -188,9 +202,9 @@ end
 -- The native document of a state, raising once it was freed (for code
 -- whose sections leave on errors: encode, materialize).
 local function live_ptr(st)
-    local ptr = st.ptr
-    if not ptr then error(FREED, 0) end
-    return ptr
+    local address = st.ptr
+    if not address then error(FREED, 0) end
+    return ffi_cast(DOC_PTR, address)
 end
 _M.live_ptr = live_ptr
 
@@ -219,22 +233,25 @@ end
 -- written to its value (DELETED for nil); objects keep `added`, the keys
 -- written that the source lacks in the order first written, and `len`,
 -- their key count once asked for, kept up to date; arrays keep `n` and
--- `n0`, their current and source element counts. Every write also drops
+-- `n0`, their current and source element counts; `depth` is given when
+-- the document's edits are made (lua/qjson/edits.lua). Every write drops
 -- the document's edits (`st.edits`), made again when next needed.
 local function record(st, proxy, code, level)
     st.edits = false
     local changes = st.changes
     if not changes then
-        changes = {}
+        -- (Presized, as the tables below: growing an empty table rehashes.)
+        changes = new_tab(0, 1)
         st.changes = changes
     end
     local rec = changes[proxy]
     if rec then return rec end
-    rec = { code = code, set = {}, added = false, len = false, n = false, n0 = false }
+    rec = { code = code, set = code >= 0 and new_tab(0, 1) or new_tab(1, 0), added = false,
+            len = false, n = false, n0 = false, depth = false }
     if code < 0 then
-        local ptr = st.ptr
-        if not ptr then error(FREED, level + 1) end
-        local n = source_len(ptr, -1 - code)
+        local address = st.ptr
+        if not address then error(FREED, level + 1) end
+        local n = source_len(ffi_cast(DOC_PTR, address), -1 - code)
         rec.n, rec.n0 = n, n
     end
     changes[proxy] = rec
@@ -252,7 +269,7 @@ end
 
 local function proxy_newindex(proxy, k, v)
     local st = getmetatable(proxy)
-    local code = st.reg[proxy]
+    local code = code_of(st, proxy)
     if code >= 0 then
         if k == nil then
             error("table index is nil", 2)
@@ -263,13 +280,13 @@ local function proxy_newindex(proxy, k, v)
         -- Whether the key has a value now (for the count of keys).
         local had
         if old == nil then
-            local ptr = st.ptr
-            if not ptr then error(FREED, 2) end
-            had = in_source(ptr, code, k)
+            local address = st.ptr
+            if not address then error(FREED, 2) end
+            had = in_source(ffi_cast(DOC_PTR, address), code, k)
             if not had then
                 local added = rec.added
                 if not added then
-                    added = {}
+                    added = new_tab(1, 0)
                     rec.added = added
                 end
                 added[#added + 1] = k
@@ -340,10 +357,10 @@ end
 -- section (encode, materialize); without R, each read is a section of its
 -- own.
 local function object_iter(st, proxy, code, R)
-    local ptr = st.ptr
-    if not ptr then error(FREED, 3) end
+    local address = st.ptr
+    if not address then error(FREED, 3) end
     local r = R or enter()
-    local entries = source_members(ptr, code, r)
+    local entries = source_members(ffi_cast(DOC_PTR, address), code, r)
     if not R then leave(r) end
     local i, added_i = 0, 0
     return function()
@@ -351,10 +368,10 @@ local function object_iter(st, proxy, code, R)
         local rec = changes and changes[proxy]
         while i < #entries do
             i = i + 1
-            ptr = st.ptr
-            if not ptr then error(FREED, 2) end
+            address = st.ptr
+            if not address then error(FREED, 2) end
             r = R or enter()
-            local key, v = member(st, ptr, rec, entries[i], r)
+            local key, v = member(st, ffi_cast(DOC_PTR, address), rec, entries[i], r)
             if not R then leave(r) end
             if v ~= DELETED then return key, v end
         end
@@ -403,9 +420,9 @@ local function proxy_len(st, proxy, code)
         rec.len = n
         return n
     end
-    local ptr = st.ptr
-    if not ptr then error(FREED, 3) end
-    local n = source_len(ptr, code >= 0 and code or -1 - code)
+    local address = st.ptr
+    if not address then error(FREED, 3) end
+    local n = source_len(ffi_cast(DOC_PTR, address), code >= 0 and code or -1 - code)
     return n
 end
 
@@ -413,7 +430,7 @@ end
 local function proxy_info(v)
     local st = getmetatable(v)
     if type(v) == "table" and type(st) == "table" and rawget(st, "__index") == proxy_index then
-        return st, st.reg[v]
+        return st, code_of(st, v)
     end
     return nil
 end
@@ -461,7 +478,7 @@ local COMPAT = #setmetatable({}, { __len = function() return 1 end }) == 1
 
 local function proxy_len_mm(proxy)
     local st = getmetatable(proxy)
-    local n = proxy_len(st, proxy, st.reg[proxy])
+    local n = proxy_len(st, proxy, code_of(st, proxy))
     return n
 end
 
@@ -592,18 +609,19 @@ function _M.root(ptr, text, bytes)
         C.qjson_free(ptr)
         return v
     end
+    local address = address_of(ptr)
+    local rc = t == T_OBJECT and 0 or -1
     local st
     if COMPAT then
         st = { __index = proxy_index, __newindex = proxy_newindex, __len = proxy_len_mm,
-               __pairs = proxy_pairs, __ipairs = proxy_ipairs, ptr = ptr, src = text, slot = 0,
-               reg = false, changes = false, edits = false }
+               __pairs = proxy_pairs, __ipairs = proxy_ipairs, ptr = address, src = text,
+               rc = rc, reg = false, changes = false, edits = false }
     else
-        st = { __index = proxy_index, __newindex = proxy_newindex, ptr = ptr, src = text,
-               slot = 0, reg = false, changes = false, edits = false }
+        st = { __index = proxy_index, __newindex = proxy_newindex, ptr = address, src = text,
+               rc = rc, reg = false, changes = false, edits = false }
     end
     local root = setmetatable({}, st)
-    st.reg = { [root] = t == T_OBJECT and 0 or -1 }
-    track(st, ptr, bytes)
+    track(st, address, bytes)
     return root
 end
 
