@@ -31,6 +31,7 @@ local lazy = require("qjson.lazy")
 local C = qffi.C
 local null = qffi.null
 local DELETED = lazy.DELETED
+local cursor_of = lazy.cursor_of
 local ffi_string = ffi.string
 local ffi_cast = ffi.cast
 local next = next
@@ -115,35 +116,31 @@ local function by_from(a, b)
     return a[1] < b[1]
 end
 
-local function cursor_of(code)
-    return code >= 0 and code or -1 - code
-end
 
 local function by_cursor(a, b)
     return cursor_of(a.code) < cursor_of(b.code)
 end
 
 -- The nesting depth of the proxy (code `code`) in the document ptr,
--- through reader R: one pass over the document up to it.
+-- through reader R: from its code, or from one pass over the document up
+-- to it when the code does not keep it.
 function _M.depth_of(ptr, code, R)
+    local known = lazy.depth_in(code)
+    if known then return known end
     C.qjson_depths(ptr, uint32_array(1, cursor_of(code)), 1, R)
     local d = R.keys[0]
     return d
 end
 
--- Gives the change records of state st that lack one their container's
--- depth (`rec.depth`), through reader R: one pass for all of them (none
--- for the root's, at depth 0).
+-- Gives the change records of state st that lack their container's
+-- depth (`rec.depth`: nested DEEP or deeper, see lua/qjson/lazy.lua), through
+-- reader R: one pass for all of them.
 local function give_depths(st, ptr, R)
     local fresh
     for _, rec in next, st.changes do
         if not rec.depth then
-            if rec.code == 0 or rec.code == -1 then
-                rec.depth = 0
-            else
-                fresh = fresh or {}
-                fresh[#fresh + 1] = rec
-            end
+            fresh = fresh or {}
+            fresh[#fresh + 1] = rec
         end
     end
     if not fresh then return end
@@ -169,9 +166,9 @@ local function edits_of(st, R)
     for _, rec in next, st.changes do
         local code = rec.code
         if code >= 0 then
-            object_edits(list, ptr, base, code, rec, R)
+            object_edits(list, ptr, base, cursor_of(code), rec, R)
         else
-            array_edits(list, ptr, base, -1 - code, rec, R)
+            array_edits(list, ptr, base, cursor_of(code), rec, R)
         end
     end
     if #list > 1 then table_sort(list, by_from) end

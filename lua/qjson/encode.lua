@@ -25,6 +25,7 @@ local DELETED = lazy.DELETED
 local empty_array_mt = lazy.empty_array_mt
 local live_ptr = lazy.live_ptr
 local source_span = lazy.source_span
+local cursor_of = lazy.cursor_of
 local edits_of = edits.edits_of
 local first_edit = edits.first_at
 local depth_of = edits.depth_of
@@ -365,7 +366,7 @@ local function put_proxy(st, proxy, code, depth)
     enter_table(depth)
     local ptr = live_ptr(st)
     local base = ffi_cast(char_ptr, st.src)
-    local from, to = source_span(st, ptr, code >= 0 and code or -1 - code, reader)
+    local from, to = source_span(st, ptr, cursor_of(code), reader)
     local changes = st.changes
     if changes then
         local list = edits_of(st, reader)

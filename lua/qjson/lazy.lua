@@ -3,9 +3,9 @@
 -- A proxy is an empty Lua table. What qjson knows about it lives in its
 -- metatable, which every proxy of one document shares: the document's
 -- *state*. It holds the native document (`ptr`, its address, and `src`,
--- see lua/qjson/doc.lua), the metamethods, the root's code `rc` (its
--- cursor 0, or -1 - 0 for an array) and `reg`, a registry of the other
--- proxies made so far, both ways (made with the first of them):
+-- see lua/qjson/doc.lua), the metamethods, the root's code `rc` (see
+-- `proxy_at`) and `reg`, a registry of the other proxies made so far,
+-- both ways (made with the first of them):
 -- `reg[proxy]` is the proxy's code and `reg[cursor]` the proxy, so that
 -- a container read twice is the same table (`t.messages == t.messages`).
 -- A proxy costs one empty table and two hash entries; no JSON key can
@@ -81,9 +81,33 @@ _M.DELETED = DELETED
 local empty_array_mt = { __name = "qjson.empty_array" }
 _M.empty_array_mt = empty_array_mt
 
+-- A proxy's code says where its container is: its cursor plus SPAN times
+-- its nesting depth (0 for the root), negated minus one for an array. The
+-- encoder's depth limit needs the depth, and a proxy learns it from its
+-- parent for free. Depths from DEEP on (a text of 4 MB of brackets) are
+-- kept as DEEP, so that a code stays an exact double, and found natively
+-- when needed (lua/qjson/edits.lua).
+local SPAN = 2 ^ 32
+local DEEP = 2 ^ 21 - 1
+
+local function cursor_of(code)
+    if code < 0 then code = -1 - code end
+    return code % SPAN
+end
+_M.cursor_of = cursor_of
+
+-- The depth in a code, or false from DEEP on.
+local function depth_in(code)
+    if code < 0 then code = -1 - code end
+    local d = math_floor(code / SPAN)
+    return d < DEEP and d
+end
+_M.depth_in = depth_in
+
 -- The proxy for the container at `cursor` of type `t` in the document
--- with state st: the one made before, or a new one.
-local function proxy_at(st, cursor, t)
+-- with state st, a member or element of the proxy with code `parent`: the
+-- one made before, or a new one.
+local function proxy_at(st, cursor, t, parent)
     local reg = st.reg
     local p = reg and reg[cursor]
     if not p then
@@ -94,8 +118,11 @@ local function proxy_at(st, cursor, t)
             reg = new_tab(0, 2)
             st.reg = reg
         end
+        if parent < 0 then parent = -1 - parent end
+        local depth = math_floor(parent / SPAN) + 1
+        local c = (depth < DEEP and depth or DEEP) * SPAN + cursor
         reg[cursor] = p
-        reg[p] = t == T_OBJECT and cursor or -1 - cursor
+        reg[p] = t == T_OBJECT and c or -1 - c
     end
     return p
 end
@@ -107,8 +134,9 @@ local function code_of(st, proxy)
 end
 
 -- The Lua value for the qjson_value `cell` a read of st's document just
--- filled: a scalar, or the proxy of a container.
-local function value_of(st, cell)
+-- filled, inside the proxy with code `parent`: a scalar, or the proxy of
+-- a container.
+local function value_of(st, cell, parent)
     local t = cell.type
     if t == T_STRING then
         -- Not a tail call: a trace may not return below its start.
@@ -123,7 +151,7 @@ local function value_of(st, cell)
     elseif t == T_NULL then
         return null
     end
-    local p = proxy_at(st, cell.cursor, t)
+    local p = proxy_at(st, cell.cursor, t, parent)
     return p
 end
 
@@ -135,15 +163,15 @@ local function fetch(st, ptr, code, k, R)
     local rc
     if code >= 0 then
         if type(k) ~= "string" then return nil end
-        rc = C.qjson_get_key(ptr, code, k, #k, R)
+        rc = C.qjson_get_key(ptr, code % SPAN, k, #k, R)
     else
         if type(k) ~= "number" or k < 1 or k > MAX_INDEX or k ~= math_floor(k) then
             return nil
         end
-        rc = C.qjson_get_index(ptr, -1 - code, k - 1, R)
+        rc = C.qjson_get_index(ptr, (-1 - code) % SPAN, k - 1, R)
     end
     if rc ~= OK then return nil end
-    local v = value_of(st, R.value)
+    local v = value_of(st, R.value, code)
     return v
 end
 
@@ -233,8 +261,9 @@ end
 -- written to its value (DELETED for nil); objects keep `added`, the keys
 -- written that the source lacks in the order first written, and `len`,
 -- their key count once asked for, kept up to date; arrays keep `n` and
--- `n0`, their current and source element counts; `depth` is given when
--- the document's edits are made (lua/qjson/edits.lua). Every write drops
+-- `n0`, their current and source element counts; `depth` is the
+-- container's (false from DEEP on, until lua/qjson/edits.lua finds it).
+-- Every write drops
 -- the document's edits (`st.edits`), made again when next needed.
 local function record(st, proxy, code, level)
     st.edits = false
@@ -247,11 +276,11 @@ local function record(st, proxy, code, level)
     local rec = changes[proxy]
     if rec then return rec end
     rec = { code = code, set = code >= 0 and new_tab(0, 1) or new_tab(1, 0), added = false,
-            len = false, n = false, n0 = false, depth = false }
+            len = false, n = false, n0 = false, depth = depth_in(code) }
     if code < 0 then
         local address = st.ptr
         if not address then error(FREED, level + 1) end
-        local n = source_len(ffi_cast(DOC_PTR, address), -1 - code)
+        local n = source_len(ffi_cast(DOC_PTR, address), cursor_of(code))
         rec.n, rec.n0 = n, n
     end
     changes[proxy] = rec
@@ -282,7 +311,7 @@ local function proxy_newindex(proxy, k, v)
         if old == nil then
             local address = st.ptr
             if not address then error(FREED, 2) end
-            had = in_source(ffi_cast(DOC_PTR, address), code, k)
+            had = in_source(ffi_cast(DOC_PTR, address), cursor_of(code), k)
             if not had then
                 local added = rec.added
                 if not added then
@@ -339,14 +368,14 @@ end
 -- The key and value of the member at key entry `entry` of the document
 -- ptr of state st, as written if `rec` (the object's change record, or
 -- nil) says so, through reader R.
-local function member(st, ptr, rec, entry, R)
+local function member(st, ptr, code, rec, entry, R)
     C.qjson_member(ptr, entry, R)
     local cell = R.key
     local key = ffi_string(cell.str, cell.len)
     local v
     if rec then v = rec.set[key] end
     if v == nil then
-        v = value_of(st, R.value)
+        v = value_of(st, R.value, code)
     end
     return key, v
 end
@@ -360,7 +389,7 @@ local function object_iter(st, proxy, code, R)
     local address = st.ptr
     if not address then error(FREED, 3) end
     local r = R or enter()
-    local entries = source_members(ffi_cast(DOC_PTR, address), code, r)
+    local entries = source_members(ffi_cast(DOC_PTR, address), cursor_of(code), r)
     if not R then leave(r) end
     local i, added_i = 0, 0
     return function()
@@ -371,7 +400,7 @@ local function object_iter(st, proxy, code, R)
             address = st.ptr
             if not address then error(FREED, 2) end
             r = R or enter()
-            local key, v = member(st, ffi_cast(DOC_PTR, address), rec, entries[i], r)
+            local key, v = member(st, ffi_cast(DOC_PTR, address), code, rec, entries[i], r)
             if not R then leave(r) end
             if v ~= DELETED then return key, v end
         end
@@ -422,7 +451,7 @@ local function proxy_len(st, proxy, code)
     end
     local address = st.ptr
     if not address then error(FREED, 3) end
-    local n = source_len(ffi_cast(DOC_PTR, address), code >= 0 and code or -1 - code)
+    local n = source_len(ffi_cast(DOC_PTR, address), cursor_of(code))
     return n
 end
 
@@ -604,7 +633,7 @@ function _M.root(ptr, text, bytes)
     if not t then
         local R = enter()
         C.qjson_get(ptr, 0, nil, 0, R)
-        local v = value_of(nil, R.value)
+        local v = value_of(nil, R.value, 0)
         leave(R)
         C.qjson_free(ptr)
         return v

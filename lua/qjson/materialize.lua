@@ -35,7 +35,7 @@ local function materialize_level(v, R)
     local st, code = proxy_info(v)
     if st then
         local ptr = live_ptr(st)
-        local cursor = code >= 0 and code or -1 - code
+        local cursor = lazy.cursor_of(code)
         if not changed(st, v, code, R) then
             return tape_value(ptr, cursor, R)
         end
