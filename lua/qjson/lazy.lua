@@ -87,6 +87,7 @@ _M.empty_array_mt = empty_array_mt
 -- parent for free. Depths from DEEP on (a text of 4 MB of brackets) are
 -- kept as DEEP, so that a code stays an exact double, and found natively
 -- when needed (lua/qjson/edits.lua).
+local SMALL_TEXT = 128
 local SPAN = 2 ^ 32
 local DEEP = 2 ^ 21 - 1
 
@@ -115,7 +116,10 @@ local function proxy_at(st, cursor, t, parent)
         -- function that got one of its own ("leaving loop in root trace").
         p = setmetatable({}, st)
         if not reg then
-            reg = new_tab(0, 2)
+            -- Room for the proxies a handler makes (growing a table rehashes
+            -- it, which costs more than the room): one in a text that can
+            -- only hold a few, four in any other.
+            reg = new_tab(0, #st.src < SMALL_TEXT and 2 or 8)
             st.reg = reg
         end
         if parent < 0 then parent = -1 - parent end
