@@ -141,6 +141,8 @@ pub fn array(tree: &Tree<'_>, array: u32, out: &mut Vec<Span>) {
 #[cfg(test)]
 mod tests {
     use crate::document::Document;
+    use crate::navigate::ValueType;
+    use crate::testing::{Rng, random_json};
     use crate::validate::{DuplicateKeys, Options};
 
     /// Each span as "key key_start start end live" (arrays: no key), and
@@ -213,6 +215,69 @@ mod tests {
             doc.spans(0, true, &mut live, &mut out, &mut arena)
                 .is_none()
         );
+    }
+
+    /// Every container of generated documents: the spans are its members
+    /// (keys decoded, values' raw text) in order, the live ones those the
+    /// duplicate-key policy reads, and only the grammar between them.
+    #[test]
+    fn agree_with_the_members_on_generated_documents() {
+        let mut rng = Rng::new(17);
+        let (mut live, mut out, mut arena, mut keys, mut text) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..300 {
+            let json = random_json(&mut rng, 4);
+            let mut doc = Document::parse(&json, &Options::default()).unwrap();
+            let containers: Vec<u32> = (0..doc.index().positions.len() as u32)
+                .filter(|&e| {
+                    doc.is_value(e)
+                        && matches!(doc.value_type(e), ValueType::Object | ValueType::Array)
+                })
+                .collect();
+            for c in containers {
+                let spans = doc
+                    .spans(c, true, &mut live, &mut out, &mut arena)
+                    .unwrap()
+                    .to_vec();
+                let outer = doc.tree().raw(c);
+                let mut at = outer.start + 1;
+                if doc.value_type(c) == ValueType::Object {
+                    let all = doc.members(c, true, &mut keys).unwrap().to_vec();
+                    let read = doc.members(c, false, &mut keys).unwrap().to_vec();
+                    assert_eq!(spans.len(), all.len());
+                    for (s, &k) in spans.iter().zip(&all) {
+                        assert_eq!(s.key_start, doc.index().positions[k as usize]);
+                        assert_eq!(s.cursor, k + 3);
+                        assert_eq!(s.live, u32::from(read.contains(&k)));
+                        // SAFETY: keys point into `json` or `arena`, both
+                        // alive and unchanged since `spans`.
+                        let key = unsafe { core::slice::from_raw_parts(s.key, s.key_len as usize) };
+                        assert_eq!(key, doc.string(k, &mut text));
+                        let between = &json[at..s.key_start as usize];
+                        assert!(between.iter().all(|b| b" \t\r\n,".contains(b)));
+                        at = s.value_end as usize;
+                    }
+                } else {
+                    assert_eq!(spans.len(), doc.tree().count(c) as usize);
+                    for (i, s) in spans.iter().enumerate() {
+                        assert_eq!(Some(s.cursor), doc.element(c, i));
+                        let between = &json[at..s.value_start as usize];
+                        assert!(between.iter().all(|b| b" \t\r\n,".contains(b)));
+                        at = s.value_end as usize;
+                    }
+                }
+                let after = &json[at..outer.end - 1];
+                assert!(after.iter().all(|b| b" \t\r\n".contains(b)));
+                for s in &spans {
+                    let raw = doc.tree().raw(s.cursor);
+                    assert_eq!(
+                        (s.value_start, s.value_end),
+                        (raw.start as u32, raw.end as u32)
+                    );
+                    assert!(outer.start < s.value_start as usize && raw.end < outer.end);
+                }
+            }
+        }
     }
 
     #[test]
