@@ -161,13 +161,14 @@ impl<'a> Tree<'a> {
     /// Whether the key at entry `key` decodes to `want`.
     #[inline]
     pub fn key_is(&self, key: u32, want: &[u8]) -> bool {
-        let body = self.string_body(key);
-        if self.has_escapes(key) {
-            // Decoding never lengthens a string.
-            body.len() >= want.len() && unescaped_eq(body, want)
-        } else {
-            body == want
+        let span = self.string_span(key);
+        // Most keys differ in length from the one wanted: no bytes read.
+        let len = span.end - span.start;
+        if !self.has_escapes(key) {
+            return len == want.len() && &self.src[span] == want;
         }
+        // Decoding never lengthens a string.
+        len >= want.len() && unescaped_eq(&self.src[span], want)
     }
 
     /// The value of member `want` of the object at `obj`: the last match
