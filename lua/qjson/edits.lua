@@ -41,7 +41,6 @@ local table_sort = table.sort
 local new_tab = require("table.new")
 
 local char_ptr = ffi.typeof("const char *")
-local uint32_array = ffi.typeof("uint32_t[?]")
 
 local _M = {}
 
@@ -112,46 +111,20 @@ local function array_edits(list, ptr, base, cursor, rec, R)
     end
 end
 
+-- Appends the edits of change record rec to `list`.
+local function record_edits(list, ptr, base, rec, R)
+    local code = rec.code
+    if code >= 0 then
+        object_edits(list, ptr, base, cursor_of(code), rec, R)
+    else
+        array_edits(list, ptr, base, cursor_of(code), rec, R)
+    end
+end
+
 local function by_from(a, b)
     return a[1] < b[1]
 end
 
-
-local function by_cursor(a, b)
-    return cursor_of(a.code) < cursor_of(b.code)
-end
-
--- The nesting depth of the proxy (code `code`) in the document ptr,
--- through reader R: from its code, or from one pass over the document up
--- to it when the code does not keep it.
-function _M.depth_of(ptr, code, R)
-    local known = lazy.depth_in(code)
-    if known then return known end
-    C.qjson_depths(ptr, uint32_array(1, cursor_of(code)), 1, R)
-    local d = R.keys[0]
-    return d
-end
-
--- Gives the change records of state st that lack their container's
--- depth (`rec.depth`: nested DEEP or deeper, see lua/qjson/lazy.lua), through
--- reader R: one pass for all of them.
-local function give_depths(st, ptr, R)
-    local fresh
-    for _, rec in next, st.changes do
-        if not rec.depth then
-            fresh = fresh or {}
-            fresh[#fresh + 1] = rec
-        end
-    end
-    if not fresh then return end
-    local n = #fresh
-    if n > 1 then table_sort(fresh, by_cursor) end
-    local cursors = uint32_array(n)
-    for i = 1, n do cursors[i - 1] = cursor_of(fresh[i].code) end
-    C.qjson_depths(ptr, cursors, n, R)
-    local found = R.keys
-    for i = 1, n do fresh[i].depth = found[i - 1] end
-end
 
 -- The sorted edits of the document with state st (which has change
 -- records), through reader R: made once after the last write and kept in
@@ -161,14 +134,17 @@ local function edits_of(st, R)
     if list then return list end
     local ptr = lazy.live_ptr(st)
     local base = ffi_cast(char_ptr, st.src)
-    give_depths(st, ptr, R)
+    local changes = st.changes
     list = new_tab(2, 0)
-    for _, rec in next, st.changes do
-        local code = rec.code
-        if code >= 0 then
-            object_edits(list, ptr, base, cursor_of(code), rec, R)
-        else
-            array_edits(list, ptr, base, cursor_of(code), rec, R)
+    -- Mostly one record: a loop entered often that runs once is one
+    -- LuaJIT stops compiling (its traces keep leaving it), and what it
+    -- calls would then run interpreted.
+    local n = #changes
+    if n == 1 then
+        record_edits(list, ptr, base, changes[1], R)
+    else
+        for i = 1, n do
+            record_edits(list, ptr, base, changes[i], R)
         end
     end
     if #list > 1 then table_sort(list, by_from) end
@@ -181,7 +157,10 @@ _M.edits_of = edits_of
 
 -- The position in `list` of its first edit at or after byte `from`.
 local function first_at(list, from)
-    local lo, hi = 1, #list + 1
+    -- (The first, without a loop: see edits_of.)
+    local e = list[1]
+    if e == nil or e[1] >= from then return 1 end
+    local lo, hi = 2, #list + 1
     while lo < hi do
         local mid = math_floor((lo + hi) / 2)
         if list[mid][1] < from then lo = mid + 1 else hi = mid end

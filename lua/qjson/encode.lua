@@ -28,7 +28,7 @@ local source_span = lazy.source_span
 local cursor_of = lazy.cursor_of
 local edits_of = edits.edits_of
 local first_edit = edits.first_at
-local depth_of = edits.depth_of
+local depth_of = lazy.depth_of
 local INSERT, APPEND = edits.INSERT, edits.APPEND
 local switch = options.switch
 local integer = options.integer
@@ -320,6 +320,30 @@ local function put_appended(rec, depth)
     end
 end
 
+-- Writes edit e (see lua/qjson/edits.lua) whose source range starts after
+-- `at`, in a range entered at `depth` from nesting depth `from_depth`;
+-- returns where the source goes on.
+local function put_edit(base, e, at, depth, from_depth)
+    copy(base, at, e[1])
+    local d = depth + e[4] - from_depth
+    if d > config.max_depth then
+        nesting_error(config.max_depth + 1)
+    end
+    if d > deepest then deepest = d end
+    local v = e[3]
+    if v ~= DELETED then
+        flush()
+        if v == INSERT then
+            put_added(e[5], e[6], d)
+        elseif v == APPEND then
+            put_appended(e[5], d)
+        else
+            put_value(v, d)
+        end
+    end
+    return e[2]
+end
+
 -- Writes source bytes [from, to) of the text at `base` with the edits of
 -- `list` that start in (after, to) applied, skipping those inside a range
 -- an earlier one replaced. A container's own edits start after its first
@@ -332,37 +356,26 @@ local function put_source(base, list, from, after, to, depth, from_depth)
     local at = from
     local i = first_edit(list, after + 1)
     local e = list[i]
-    while e and e[1] < to do
-        local start = e[1]
-        if start >= at then
-            copy(base, at, start)
-            local d = depth + e[4] - from_depth
-            if d > config.max_depth then
-                nesting_error(config.max_depth + 1)
-            end
-            if d > deepest then deepest = d end
-            local v = e[3]
-            if v ~= DELETED then
-                flush()
-                if v == INSERT then
-                    put_added(e[5], e[6], d)
-                elseif v == APPEND then
-                    put_appended(e[5], d)
-                else
-                    put_value(v, d)
-                end
-            end
-            at = e[2]
-        end
+    if e and e[1] < to then
+        -- The first edit outside the loop, which most ranges need no
+        -- more than (see edits_of in lua/qjson/edits.lua).
+        at = put_edit(base, e, at, depth, from_depth)
         i = i + 1
         e = list[i]
+        while e and e[1] < to do
+            if e[1] >= at then
+                at = put_edit(base, e, at, depth, from_depth)
+            end
+            i = i + 1
+            e = list[i]
+        end
     end
     copy(base, at, to)
 end
 
 -- Writes the proxy (code `code`: see lua/qjson/lazy.lua) of state st: its
 -- source bytes, with its document's edits in that range applied.
-local function put_proxy(st, proxy, code, depth)
+local function put_proxy(st, code, depth)
     enter_table(depth)
     local ptr = live_ptr(st)
     local base = ffi_cast(char_ptr, st.src)
@@ -372,10 +385,8 @@ local function put_proxy(st, proxy, code, depth)
         local list = edits_of(st, reader)
         local e = list[first_edit(list, from + 1)]
         if e and e[1] < to then
-            -- Changed inside: its own depth, known to its change record
-            -- if it has one (edits_of gave it), else found.
-            local rec = changes[proxy]
-            local from_depth = rec and rec.depth or depth_of(ptr, code, reader)
+            -- Changed inside: from its own depth on.
+            local from_depth = depth_of(ptr, code, reader)
             put_source(base, list, from, from, to, depth, from_depth)
             flush()
             return
@@ -389,7 +400,7 @@ end
 local function put_container(v, depth)
     local st, code = proxy_info(v)
     if st then
-        put_proxy(st, v, code, depth)
+        put_proxy(st, code, depth)
     else
         put_table(v, depth)
     end

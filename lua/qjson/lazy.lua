@@ -69,6 +69,7 @@ local FREED = "qjson: document used after free()"
 
 local char_ptr = ffi.typeof("const char *")
 local DOC_PTR = ffi.typeof("qjson_doc *")
+local uint32_array = ffi.typeof("uint32_t[?]")
 
 local _M = {}
 
@@ -86,8 +87,8 @@ _M.empty_array_mt = empty_array_mt
 -- encoder's depth limit needs the depth, and a proxy learns it from its
 -- parent for free. Depths from DEEP on (a text of 4 MB of brackets) are
 -- kept as DEEP, so that a code stays an exact double, and found natively
--- when needed (lua/qjson/edits.lua).
-local SMALL_TEXT = 128
+-- when needed (`depth_of`: a pass over the document up to the proxy, for
+-- the writes to such proxies only).
 local SPAN = 2 ^ 32
 local DEEP = 2 ^ 21 - 1
 
@@ -104,6 +105,9 @@ local function depth_in(code)
     return d < DEEP and d
 end
 _M.depth_in = depth_in
+
+-- Texts shorter than this hold few containers (see `proxy_at`).
+local SMALL_TEXT = 128
 
 -- The proxy for the container at `cursor` of type `t` in the document
 -- with state st, a member or element of the proxy with code `parent`: the
@@ -159,10 +163,9 @@ local function value_of(st, cell, parent)
     return p
 end
 
--- Reads member `k` (an object's code is its cursor) or element `k` (an
--- array's is -1 - cursor) of the container with `code` in the document
--- ptr of state st, through reader R; nil when there is none. No caching:
--- see the top of the file.
+-- Reads member `k` of the object, or element `k` of the array, whose
+-- proxy has `code` in the document ptr of state st, through reader R; nil
+-- when there is none. No caching: see the top of the file.
 local function fetch(st, ptr, code, k, R)
     local rc
     if code >= 0 then
@@ -240,8 +243,8 @@ local function live_ptr(st)
 end
 _M.live_ptr = live_ptr
 
--- The byte offset and length of the source text of the value at cursor
--- in the document of state st.
+-- Where the source text of the value at cursor in the document of state
+-- st starts and ends, as byte offsets.
 local function source_span(st, ptr, cursor, R)
     C.qjson_raw(ptr, cursor, nil, 0, R)
     local v = R.value
@@ -260,34 +263,51 @@ local function source_len(ptr, cursor)
     return n
 end
 
+-- The nesting depth of the proxy with `code` in the document ptr: from
+-- its code, or, from DEEP on, from one pass over the document up to it
+-- (through reader R).
+local function depth_of(ptr, code, R)
+    local d = depth_in(code)
+    if d then return d end
+    C.qjson_depths(ptr, uint32_array(1, cursor_of(code)), 1, R)
+    d = R.keys[0]
+    return d
+end
+_M.depth_of = depth_of
+
 -- The change record of the proxy (code `code`) of state st, made on its
--- first write: `code` is the proxy's; `set` maps each key or index
--- written to its value (DELETED for nil); objects keep `added`, the keys
--- written that the source lacks in the order first written, and `len`,
--- their key count once asked for, kept up to date; arrays keep `n` and
--- `n0`, their current and source element counts; `depth` is the
--- container's (false from DEEP on, until lua/qjson/edits.lua finds it).
--- Every write drops
--- the document's edits (`st.edits`), made again when next needed.
+-- first write: `code` and `depth` are the proxy's; `set` maps each key or
+-- index written to its value (DELETED for nil); objects keep `added`, the
+-- keys written that the source lacks in the order first written, and
+-- `len`, their key count once asked for, kept up to date; arrays keep `n`
+-- and `n0`, their current and source element counts. `st.changes` maps
+-- proxies to their records and lists the records (1..n), so that going
+-- over them is a numeric loop, which compiles. Every write drops the
+-- document's edits (`st.edits`), made again when next needed.
 local function record(st, proxy, code, level)
     st.edits = false
     local changes = st.changes
     if not changes then
         -- (Presized, as the tables below: growing an empty table rehashes.)
-        changes = new_tab(0, 1)
+        changes = new_tab(1, 1)
         st.changes = changes
     end
     local rec = changes[proxy]
     if rec then return rec end
+    local address = st.ptr
+    if not address then error(FREED, level + 1) end
+    local ptr = ffi_cast(DOC_PTR, address)
+    local R = enter()
+    local depth = depth_of(ptr, code, R)
+    leave(R)
     rec = { code = code, set = code >= 0 and new_tab(0, 1) or new_tab(1, 0), added = false,
-            len = false, n = false, n0 = false, depth = depth_in(code) }
+            len = false, n = false, n0 = false, depth = depth }
     if code < 0 then
-        local address = st.ptr
-        if not address then error(FREED, level + 1) end
-        local n = source_len(ffi_cast(DOC_PTR, address), cursor_of(code))
+        local n = source_len(ptr, cursor_of(code))
         rec.n, rec.n0 = n, n
     end
     changes[proxy] = rec
+    changes[#changes + 1] = rec
     return rec
 end
 
