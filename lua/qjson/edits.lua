@@ -114,7 +114,18 @@ end
 -- Appends the edits of change record rec to `list`.
 local function record_edits(list, ptr, base, rec, R)
     local code = rec.code
-    if code >= 0 then
+    if rec.simple then
+        -- Members replaced, in a source without repeated keys: where they
+        -- are is known since their first writes (the first outside the
+        -- loop, see edits_of).
+        local writes, set, depth = rec.writes, rec.set, rec.depth
+        local w = writes[1]
+        list[#list + 1] = { w[1], w[2], set[w[3]], depth }
+        for j = 2, #writes do
+            w = writes[j]
+            list[#list + 1] = { w[1], w[2], set[w[3]], depth }
+        end
+    elseif code >= 0 then
         object_edits(list, ptr, base, cursor_of(code), rec, R)
     else
         array_edits(list, ptr, base, cursor_of(code), rec, R)

@@ -280,7 +280,11 @@ _M.depth_of = depth_of
 -- index written to its value (DELETED for nil); objects keep `added`, the
 -- keys written that the source lacks in the order first written, and
 -- `len`, their key count once asked for, kept up to date; arrays keep `n`
--- and `n0`, their current and source element counts. `st.changes` maps
+-- and `n0`, their current and source element counts. An object is
+-- `simple` while every write replaced a member of a source without
+-- repeated keys: `writes` then lists where each such value is
+-- ({ start, end, key }, in the order first written), and the encoder
+-- needs nothing more (lua/qjson/edits.lua). `st.changes` maps
 -- proxies to their records and lists the records (1..n), so that going
 -- over them is a numeric loop, which compiles. Every write drops the
 -- document's edits (`st.edits`), made again when next needed.
@@ -297,13 +301,23 @@ local function record(st, proxy, code, level)
     local address = st.ptr
     if not address then error(FREED, level + 1) end
     local ptr = ffi_cast(DOC_PTR, address)
+    local cursor = cursor_of(code)
     local R = enter()
     local depth = depth_of(ptr, code, R)
+    local simple = false
+    if code >= 0 then
+        -- No repeated key when every member is a distinct key.
+        C.qjson_members(ptr, cursor, 1, R)
+        local members = tonumber(R.count)
+        C.qjson_len(ptr, cursor, nil, 0, R)
+        simple = members == tonumber(R.value.len)
+    end
     leave(R)
     rec = { code = code, set = code >= 0 and new_tab(0, 1) or new_tab(1, 0), added = false,
-            len = false, n = false, n0 = false, depth = depth }
+            len = false, n = false, n0 = false, depth = depth, simple = simple,
+            writes = code >= 0 and new_tab(1, 0) }
     if code < 0 then
-        local n = source_len(ptr, cursor_of(code))
+        local n = source_len(ptr, cursor)
         rec.n, rec.n0 = n, n
     end
     changes[proxy] = rec
@@ -311,13 +325,17 @@ local function record(st, proxy, code, level)
     return rec
 end
 
--- Whether the object at cursor of the document ptr has member `key`.
-local function in_source(ptr, cursor, key)
-    if type(key) ~= "string" then return false end
+-- Where the value of member `key` of the object at cursor in the
+-- document of state st starts and ends, or nil when there is none.
+local function member_span(st, ptr, cursor, key)
+    if type(key) ~= "string" then return nil end
     local R = enter()
-    local found = C.qjson_get_key(ptr, cursor, key, #key, R) == OK
+    local from, to
+    if C.qjson_get_key(ptr, cursor, key, #key, R) == OK then
+        from, to = source_span(st, ptr, R.value.cursor, R)
+    end
     leave(R)
-    return found
+    return from, to
 end
 
 local function proxy_newindex(proxy, k, v)
@@ -335,19 +353,27 @@ local function proxy_newindex(proxy, k, v)
         if old == nil then
             local address = st.ptr
             if not address then error(FREED, 2) end
-            had = in_source(ffi_cast(DOC_PTR, address), cursor_of(code), k)
-            if not had then
+            local from, to = member_span(st, ffi_cast(DOC_PTR, address), cursor_of(code), k)
+            had = from ~= nil
+            if had then
+                local writes = rec.writes
+                writes[#writes + 1] = { from, to, k }
+            else
                 local added = rec.added
                 if not added then
                     added = new_tab(1, 0)
                     rec.added = added
                 end
                 added[#added + 1] = k
+                rec.simple = false
             end
         else
             had = old ~= DELETED
         end
-        if v == nil then v = DELETED end
+        if v == nil then
+            v = DELETED
+            rec.simple = false
+        end
         set[k] = v
         local len = rec.len
         if len then
