@@ -85,12 +85,13 @@ _M.empty_array_mt = empty_array_mt
 -- A proxy's code says where its container is: its cursor plus SPAN times
 -- its nesting depth (0 for the root), negated minus one for an array. The
 -- encoder's depth limit needs the depth, and a proxy learns it from its
--- parent for free. Depths from DEEP on (a text of 4 MB of brackets) are
--- kept as DEEP, so that a code stays an exact double, and found natively
--- when needed (`depth_of`: a pass over the document up to the proxy, for
--- the writes to such proxies only).
+-- parent for free. Depths from DEEP on are kept as DEEP, so that a code
+-- stays an exact double (below 2^53: DEEP could go up to 2^21 - 1), and
+-- found natively when needed (`depth_of`: a pass over the document up to
+-- the proxy, for writes to such proxies only). DEEP is low enough that the
+-- 100 000-level documents of spec/limits_spec.lua take that path.
 local SPAN = 2 ^ 32
-local DEEP = 2 ^ 21 - 1
+local DEEP = 2 ^ 16 - 1
 
 local function cursor_of(code)
     if code < 0 then code = -1 - code end
