@@ -72,9 +72,6 @@ fn skip_digits(src: &[u8], mut i: usize) -> usize {
 
 /// The nearest double to a valid JSON number (±infinity past the range).
 pub fn to_f64(number: &[u8]) -> f64 {
-    if let Some(v) = short_integer(number) {
-        return v;
-    }
     // A valid JSON number is ASCII; testing that is cheaper than a full
     // UTF-8 check and keeps any other input from reaching the str parser.
     if !number.is_ascii() {
@@ -83,29 +80,6 @@ pub fn to_f64(number: &[u8]) -> f64 {
     // SAFETY: ASCII bytes are UTF-8.
     let text = unsafe { core::str::from_utf8_unchecked(number) };
     text.parse().unwrap_or(f64::NAN)
-}
-
-/// The value of an integer of at most 15 digits (`25`, `-0`), which is a
-/// double exactly: most numbers a handler reads (counts, ids, limits), for
-/// a few instructions instead of the general parser's hundreds.
-fn short_integer(number: &[u8]) -> Option<f64> {
-    let (negative, digits) = match number.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, number),
-    };
-    if digits.is_empty() || digits.len() > 15 {
-        return None;
-    }
-    let mut v = 0u64;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v * 10 + u64::from(d - b'0');
-    }
-    // Below 10^15 < 2^53: exact.
-    let v = v as f64;
-    Some(if negative { -v } else { v })
 }
 
 /// The exact value of a valid JSON number as an `i64`.
@@ -247,23 +221,6 @@ mod tests {
         assert_eq!(to_f64(b"-1e400"), f64::NEG_INFINITY);
         assert_eq!(to_f64(b"1e-400"), 0.0);
         assert_eq!(to_f64(b"9007199254740993"), 9007199254740992.0);
-        // Short integers take their own path: the general parser's answer.
-        for text in [
-            "0",
-            "-0",
-            "7",
-            "25",
-            "-25",
-            "999999999999999",
-            "-999999999999999",
-            "1000000000000000",
-            "123456789012345",
-            "4503599627370497",
-        ] {
-            let general: f64 = text.parse().unwrap();
-            let got = to_f64(text.as_bytes());
-            assert_eq!(got.to_bits(), general.to_bits(), "{text}");
-        }
         assert_eq!(to_f64(b"2.2250738585072011e-308"), 2.225073858507201e-308);
     }
 
