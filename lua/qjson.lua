@@ -188,11 +188,13 @@ local function decode(text, opts)
         end
         return v
     end
-    local d, err, level = parse(text, opts, false, "decode")
-    if not d then
-        return nil, err, level
+    local R = enter()
+    local ptr, detail, level = parse_native(text, opts, "decode", R)
+    leave(R)
+    if not ptr then
+        return nil, detail, level
     end
-    return lazy.root(d)
+    return lazy.root(ptr, text, detail)
 end
 
 -- qjson.decode(text [, options]): like cjson.decode, but objects and
@@ -210,7 +212,7 @@ _M._parse = parse
 _M._decode = decode
 
 _M.encode = encode.encode
-_M.materialize = lazy.materialize
+_M.materialize = require("qjson.materialize").materialize
 _M.len = lazy.len
 _M.pairs = lazy.pairs
 _M.ipairs = lazy.ipairs

@@ -19,6 +19,8 @@ local type, tostring, pcall, assert, error, pairs, ipairs =
 
 local ITERATIONS = 300
 
+local TOOL_CALL = '{"order_id":"A-20931","options":{"history":true,"max_items":25}}'
+
 local CHAT = '{"model":"gpt-4o","temperature":0.7,"n":3,"stream":false,"tool_choice":null,'
              .. '"usage":{"total_tokens":9223372036854775807},"messages":['
              .. '{"role":"system","content":"Be brief."},'
@@ -380,6 +382,40 @@ describe("JIT compilation of the getters", function()
             end
         end)
         assert.equal(0, bad)
+    end)
+
+    it("decode of a small document and the reads a handler does", function()
+        -- One document, state and proxy per call: the path that decides
+        -- whether qjson.decode beats cjson on small bodies.
+        local bad = 0
+        assert_compiles(function()
+            for _ = 1, ITERATIONS do
+                local t = qjson.decode(TOOL_CALL)
+                if #t.order_id + t.options.max_items ~= 32 then bad = bad + 1 end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
+    it("decode, delete a member, append an element, add a key, encode", function()
+        -- The other edits: removals with their separators, appended
+        -- elements and added keys, each in a container of its own.
+        local bad, last = 0, nil
+        assert_no_nyi(function()
+            for i = 1, ITERATIONS do
+                local t = qjson.decode(CHAT)
+                t.temperature = nil
+                local m = t.messages
+                m[qjson.len(m) + 1] = i
+                t.usage.cached = false
+                last = qjson.encode(t)
+                local tail = "," .. i .. "]}"
+                if last:sub(-#tail) ~= tail then bad = bad + 1 end
+            end
+        end)
+        assert.equal(0, bad)
+        local t = qjson.decode(last)
+        assert.same({ nil, ITERATIONS, false }, { t.temperature, t.messages[3], t.usage.cached })
     end)
 
     it("decode, change a member and an element, encode (the splice)", function()

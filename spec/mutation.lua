@@ -8,14 +8,12 @@
 
 local qjson = require("qjson")
 local lazy = require("qjson.lazy")
-local qffi = require("qjson.ffi")
 local cjson = require("cjson")
 local helper = require("helper")
 local gen = require("gen")
 
 local DATA = helper.data_dir()
 local null = qjson.null
-local T_ARRAY = qffi.C.QJSON_TYPE_ARRAY
 local random = math.random
 local show = gen.show
 local random_string, random_number = gen.random_string, gen.random_number
@@ -135,7 +133,7 @@ local function is_proxy(v)
 end
 
 local function is_array_proxy(p)
-    return lazy.state_of(p).kind == T_ARRAY
+    return lazy.is_array(p)
 end
 
 local function deep_copy(v)

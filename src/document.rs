@@ -20,7 +20,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::index::Index;
 use crate::navigate::lookup::Lookup;
 use crate::navigate::path::{Path, Step, is_index_token, parse_index, unescape_token};
-use crate::navigate::{Tree, ValueType, tape};
+use crate::navigate::{Tree, ValueType, spans, tape};
 use crate::scan;
 use crate::validate::{self, DuplicateKeys, Options};
 use crate::values::{number, string};
@@ -250,6 +250,30 @@ impl<'a> Document<'a> {
     ) -> &'s [tape::Item] {
         tape::build(&self.tree(), at, items, arena);
         items
+    }
+
+    /// The members (every one, in document order) or elements of the
+    /// container at `at` with their byte spans ([`spans`]), built in `out`;
+    /// with `keys`, objects' keys decoded into the text or `arena`. `live`
+    /// is scratch for the key entries the duplicate-key policy reads.
+    /// `None` for a scalar.
+    pub fn spans<'s>(
+        &mut self,
+        at: u32,
+        keys: bool,
+        live: &mut Vec<u32>,
+        out: &'s mut Vec<spans::Span>,
+        arena: &mut Vec<u8>,
+    ) -> Option<&'s [spans::Span]> {
+        match self.value_type(at) {
+            ValueType::Object => {
+                self.members(at, false, live)?;
+                spans::object(&self.tree(), at, live, keys, out, arena);
+            }
+            ValueType::Array => spans::array(&self.tree(), at, out),
+            _ => return None,
+        }
+        Some(out)
     }
 
     /// The cursor of element `index` of the value at `array`; `None` when

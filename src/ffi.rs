@@ -16,6 +16,7 @@ use crate::error::{Error, ErrorCode};
 use crate::escape;
 use crate::lua_api;
 use crate::navigate::ValueType;
+use crate::navigate::spans::Span;
 use crate::navigate::tape::Item;
 use crate::scan;
 use crate::validate::{DEFAULT_MAX_DEPTH, DuplicateKeys, Options};
@@ -91,6 +92,9 @@ pub struct Scratch {
     keys: Vec<u32>,
     tape: Vec<Item>,
     tape_arena: Vec<u8>,
+    spans: Vec<Span>,
+    live: Vec<u32>,
+    depths: Vec<u32>,
 }
 
 /// `qjson_reader` of the header: where every call leaves its results, and
@@ -106,6 +110,8 @@ pub struct qjson_reader {
     pub keys: *const u32,
     /// `qjson_tape`: the items.
     pub items: *const Item,
+    /// `qjson_spans`: the members or elements.
+    pub spans: *const Span,
     /// How many keys or items; `qjson_escape`: bytes consumed.
     pub count: usize,
     /// `qjson_parse`: why the text was rejected.
@@ -121,7 +127,7 @@ const _: () = {
     #[cfg(target_pointer_width = "64")]
     assert!(size_of::<qjson_value>() == 40 && align_of::<qjson_value>() == 8);
     #[cfg(target_pointer_width = "64")]
-    assert!(size_of::<qjson_reader>() == 384 && align_of::<qjson_reader>() == 8);
+    assert!(size_of::<qjson_reader>() == 392 && align_of::<qjson_reader>() == 8);
 };
 
 const OK: c_int = 0;
@@ -209,6 +215,7 @@ pub extern "C" fn qjson_reader_new() -> *mut qjson_reader {
             key: qjson_value::default(),
             keys: ptr::null(),
             items: ptr::null(),
+            spans: ptr::null(),
             count: 0,
             error: qjson_error {
                 code: 0,
@@ -632,6 +639,85 @@ pub unsafe extern "C" fn qjson_tape(
             let items = doc.tape(cursor, &mut scratch.tape, &mut scratch.tape_arena);
             reader.items = items.as_ptr();
             reader.count = items.len();
+            OK
+        })
+    }
+}
+
+/// The members (every one) or elements of the container at `cursor` with
+/// their byte spans, in `reader.spans` and `reader.count`, keys decoded when
+/// `keys` is nonzero; `reader.value` gets the container's own source text
+/// as `qjson_raw` fills it.
+///
+/// # Safety
+/// As `with_reader`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_spans(
+    doc: *mut qjson_doc,
+    cursor: u32,
+    keys: c_int,
+    reader: *mut qjson_reader,
+) -> c_int {
+    // SAFETY: the caller's guarantees are with_reader's.
+    unsafe {
+        with_reader(doc, reader, |doc, reader, scratch| {
+            if !doc.is_value(cursor) {
+                return ErrorCode::BadCursor as c_int;
+            }
+            let raw = doc.raw(cursor);
+            let out = &mut reader.value;
+            out.type_ = doc.value_type(cursor) as i32;
+            out.cursor = cursor;
+            out.str_ = raw.as_ptr().cast();
+            out.len = raw.len();
+            let Scratch {
+                spans,
+                live,
+                key_text,
+                ..
+            } = scratch;
+            match doc.spans(cursor, keys != 0, live, spans, key_text) {
+                Some(spans) => {
+                    reader.spans = spans.as_ptr();
+                    reader.count = spans.len();
+                    OK
+                }
+                None => ErrorCode::TypeMismatch as c_int,
+            }
+        })
+    }
+}
+
+/// The nesting depth of the value at each of `cursors[0..count)`
+/// (ascending), in `reader.keys` and `reader.count`.
+///
+/// # Safety
+/// As `with_reader`; `cursors` is valid for `count` reads (or NULL with 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_depths(
+    doc: *mut qjson_doc,
+    cursors: *const u32,
+    count: usize,
+    reader: *mut qjson_reader,
+) -> c_int {
+    // SAFETY: the caller's guarantees are with_reader's.
+    unsafe {
+        with_reader(doc, reader, |doc, reader, scratch| {
+            let cursors: &[u32] = if count == 0 {
+                &[]
+            } else if cursors.is_null() {
+                return ErrorCode::BadArgument as c_int;
+            } else {
+                // SAFETY: the caller guarantees cursors[0..count) is readable.
+                core::slice::from_raw_parts(cursors, count)
+            };
+            let ascending = cursors.windows(2).all(|w| w[0] <= w[1]);
+            if !ascending || !cursors.iter().all(|&c| doc.is_value(c)) {
+                return ErrorCode::BadCursor as c_int;
+            }
+            doc.tree().depths(cursors, &mut scratch.depths);
+            reader.keys = scratch.depths.as_ptr();
+            reader.count = scratch.depths.len();
             OK
         })
     }

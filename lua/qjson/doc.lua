@@ -20,12 +20,16 @@ local idle = qffi.idle
 local is_closed = qffi.is_closed
 local scalar = qffi.scalar
 local ffi_string = ffi.string
+local ffi_cast = ffi.cast
 local collectgarbage = collectgarbage
 local error = error
 local type = type
 local tonumber = tonumber
 local tostring = tostring
 local setmetatable = setmetatable
+
+local DOC_PTR = ffi.typeof("qjson_doc *")
+local UINTPTR = ffi.typeof("uintptr_t")
 
 local OK = C.QJSON_OK
 local NOT_FOUND = C.QJSON_NOT_FOUND
@@ -304,8 +308,11 @@ local pending, pending_count = {}, 0
 -- releases it too.
 local PENDING = {}
 
+-- The bookkeeping comes first: freeing casts the address back, which
+-- allocates when interpreted, and so may run a finalizer that parses or
+-- sweeps in turn.
 local function release(slot)
-    local ptr = handles[slot]
+    local address = handles[slot]
     handles[slot] = nil
     alive[slot] = nil
     -- The last slot in use takes this one's place in `live`.
@@ -315,14 +322,16 @@ local function release(slot)
     held = held - 1
     free_count = free_count + 1
     free_slots[free_count] = slot
-    C.qjson_free(ptr)
+    C.qjson_free(ffi_cast(DOC_PTR, address))
 end
 
 local function sweep()
     -- Downwards: a release moves the last entry, already visited, here.
     for i = held, 1, -1 do
         local slot = live[i]
-        if alive[slot] == nil then
+        -- (A sweep run by a finalizer during a release may have shortened
+        -- the list; what it moved is found by the next sweep.)
+        if slot and alive[slot] == nil then
             release(slot)
         end
     end
@@ -330,11 +339,14 @@ local function sweep()
 end
 
 local function release_pending()
-    for i = 1, pending_count do
-        release(pending[i])
-        pending[i] = nil
+    -- Each is taken off the list before its release, which may run a
+    -- finalizer that releases the rest.
+    while pending_count > 0 do
+        local slot = pending[pending_count]
+        pending[pending_count] = nil
+        pending_count = pending_count - 1
+        release(slot)
     end
-    pending_count = 0
 end
 
 -- At lua_close (see lua/qjson/ffi.lua) every document still held goes
@@ -342,8 +354,8 @@ end
 -- so code that runs later and reads one gets "document used after free()"
 -- instead of freed memory.
 qffi.on_close(function()
-    for i = held, 1, -1 do
-        local slot = live[i]
+    while held > 0 do
+        local slot = live[held]
         local state = alive[slot]
         if state then
             -- (PENDING gets a field nothing reads.)
@@ -387,12 +399,13 @@ Doc.__tostring = function(self)
     return "qjson.doc: " .. (state.ptr and ("cursor " .. self._at) or "freed")
 end
 
--- Wraps a native handle from qjson_parse, which allocated `bytes` of
--- native memory anew. `src` is the Lua string the handle borrows: keeping
--- it in the state keeps it alive exactly as long as the handle can be
--- read. The root document is its own state (one table per parse); a
--- cursor refers to its root's.
-function _M.new(ptr, src, safe, bytes)
+-- Takes charge of a native handle from qjson_parse, at `address` (a Lua
+-- number: see `address_of`), which allocated `bytes` of native memory
+-- anew: it is freed once `state` (a table whose `ptr` field is set to
+-- false should lua_close free it first) has been collected; returns its
+-- slot. Documents (below) and qjson.decode's proxy states
+-- (lua/qjson/lazy.lua) are such states.
+local function track(state, address, bytes)
     local slot
     if free_count > 0 then
         slot = free_slots[free_count]
@@ -401,12 +414,8 @@ function _M.new(ptr, src, safe, bytes)
         slot_count = slot_count + 1
         slot = slot_count
     end
-    -- _doc is in the constructor so that setting it does not grow the table.
-    local root = setmetatable({ ptr = ptr, src = src, safe = safe, _at = 0, _doc = false,
-                                slot = slot, bytes = bytes }, Doc)
-    root._doc = root
-    handles[slot] = ptr
-    alive[slot] = root
+    handles[slot] = address
+    alive[slot] = state
     held = held + 1
     live[held], live_at[slot] = slot, held
     native_debt = native_debt + bytes
@@ -424,6 +433,31 @@ function _M.new(ptr, src, safe, bytes)
         -- Parsed during lua_close, after qjson's cleanup: it runs again.
         qffi.arm()
     end
+    return slot
+end
+_M.track = track
+
+-- A native handle as a Lua number, which a table holds without boxing
+-- it (a pointer cdata is an object of its own for the collector); calls
+-- cast it back (`ffi.cast(DOC_PTR, address)`), which compiled code does
+-- without allocating. User-space addresses fit in a double's 53 bits.
+local function address_of(ptr)
+    return tonumber(ffi_cast(UINTPTR, ptr))
+end
+_M.address_of = address_of
+
+-- Wraps a native handle from qjson_parse, which allocated `bytes` of
+-- native memory anew. `src` is the Lua string the handle borrows: keeping
+-- it in the state keeps it alive exactly as long as the handle can be
+-- read. The root document is its own state (one table per parse); a
+-- cursor refers to its root's.
+function _M.new(ptr, src, safe, bytes)
+    -- _doc and slot are in the constructor so that setting them does not
+    -- grow the table.
+    local root = setmetatable({ ptr = ptr, src = src, safe = safe, _at = 0, _doc = false,
+                                slot = 0, bytes = bytes }, Doc)
+    root._doc = root
+    root.slot = track(root, address_of(ptr), bytes)
     return root
 end
 

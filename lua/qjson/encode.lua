@@ -12,6 +12,7 @@ local ffi = require("ffi")
 local buffer = require("string.buffer")
 local qffi = require("qjson.ffi")
 local lazy = require("qjson.lazy")
+local edits = require("qjson.edits")
 local options = require("qjson.options")
 
 local C = qffi.C
@@ -19,12 +20,16 @@ local enter = qffi.enter
 local leave = qffi.leave
 local MAIN = qffi.main
 local null = qffi.null
-local state_of = lazy.state_of
+local proxy_info = lazy.proxy_info
 local DELETED = lazy.DELETED
 local empty_array_mt = lazy.empty_array_mt
-local source_members = lazy.source_members
 local live_ptr = lazy.live_ptr
-local proxy_get = lazy.get
+local source_span = lazy.source_span
+local cursor_of = lazy.cursor_of
+local edits_of = edits.edits_of
+local first_edit = edits.first_at
+local depth_of = lazy.depth_of
+local INSERT, APPEND = edits.INSERT, edits.APPEND
 local switch = options.switch
 local integer = options.integer
 local ffi_cast = ffi.cast
@@ -38,17 +43,15 @@ local error = error
 local tostring = tostring
 local getmetatable = getmetatable
 local pcall = pcall
-local ipairs = ipairs
 local tonumber = tonumber
 local setmetatable = setmetatable
-local ffi_string = ffi.string
 local math_floor = math.floor
 local str_find = string.find
 local str_gsub = string.gsub
 local str_format = string.format
-local table_sort = table.sort
 
 local huge = math.huge
+local char_ptr = ffi.typeof("const char *")
 
 local _M = {}
 
@@ -101,7 +104,7 @@ local function put_string(s)
         local p, room = buf:reserve(len * 6)
         buf:commit(C.qjson_escape(s, len, slash, p, room, reader))
     else
-        local src = ffi_cast("const char *", s)
+        local src = ffi_cast(char_ptr, s)
         local done = 0
         while done < len do
             local want = (len - done) * 6
@@ -265,8 +268,9 @@ local function put_table(t, depth)
     buf:put("}")
 end
 
--- Splicing: the source text of a proxy, with changed values replaced.
--- Offsets are from `base`, the start of the document's text.
+-- Splicing: the source text of a proxy, with the edits of its document
+-- (lua/qjson/edits.lua) in its range applied. Offsets are from `base`,
+-- the start of the document's text.
 
 local pending_from, pending_to, pending_base = 0, 0, nil
 
@@ -289,173 +293,114 @@ local function copy(base, from, to)
     pending_base, pending_from, pending_to = base, from, to
 end
 
--- The byte span of the value at cursor in the document ptr.
-local function span(ptr, base, cursor)
-    C.qjson_raw(ptr, cursor, nil, 0, reader)
-    local v = reader.value
-    local start = v.str - base
-    return start, start + v.len
-end
-
-local function is_dirty_proxy(v)
-    local st = state_of(v)
-    return st ~= nil and st.dirty
-end
-
-local function put_object_splice(st, ptr, base, depth)
-    local from, to = span(ptr, base, st.cur)
-    local entries = source_members(st, ptr, true, reader)
-    local cache, set = st.cache, st.set or {}
-    -- Per member: decoded key and spans, and the last occurrence of each key.
-    local keys, key_starts, value_starts, value_ends, last = {}, {}, {}, {}, {}
-    for i = 1, #entries do
-        C.qjson_member(ptr, entries[i], reader)
-        local kc = reader.key
-        local key = ffi_string(kc.str, kc.len)
-        keys[i] = key
-        key_starts[i] = tonumber(kc.i64)
-        value_starts[i], value_ends[i] = span(ptr, base, reader.value.cursor)
-        last[key] = i
-    end
-    local m = #entries
-    -- Source up to the first member (or past '{') goes out once, before
-    -- the first member or addition written; `emitted` says it has.
-    -- (Inline, not a closure: creating one is not compiled.)
-    local members_from = m > 0 and key_starts[1] or from + 1
-    local emitted = false
-    for i = 1, m do
-        local key = keys[i]
-        local v = cache[key]
-        local replace
-        if set[key] then
-            if last[key] ~= i or v == DELETED then
-                goto continue
-            end
-            replace = true
-        elseif last[key] == i and is_dirty_proxy(v) then
-            replace = true
-        end
-        if emitted then
-            copy(base, value_ends[i - 1], key_starts[i])
-        else
-            copy(base, from, members_from)
-            emitted = true
-        end
-        if replace then
-            copy(base, key_starts[i], value_starts[i])
-            flush()
+-- The keys added to an object (change record rec), each after a comma
+-- when something comes before it (`kept`: a source member stays).
+local function put_added(rec, kept, depth)
+    local added, set = rec.added, rec.set
+    for j = 1, #added do
+        local key = added[j]
+        local v = set[key]
+        if v ~= DELETED then
+            if kept then buf:put(",") end
+            kept = true
+            put_key(key)
+            buf:put(":")
             put_value(v, depth)
-        else
-            copy(base, key_starts[i], value_ends[i])
-        end
-        ::continue::
-    end
-    local added = st.added
-    if added then
-        for j = 1, #added do
-            local key = added[j]
-            local v = cache[key]
-            if v ~= DELETED and v ~= nil then
-                local separator = emitted
-                if not emitted then
-                    copy(base, from, members_from)
-                    emitted = true
-                end
-                flush()
-                if separator then buf:put(",") end
-                put_key(key)
-                buf:put(":")
-                put_value(v, depth)
-            end
         end
     end
-    if not emitted then
-        copy(base, from, members_from)
-    end
-    copy(base, m > 0 and value_ends[m] or from + 1, to)
 end
 
--- The byte span of element i (1-based) of the array at cursor.
-local function element_span(ptr, base, cursor, i)
-    C.qjson_get_index(ptr, cursor, i - 1, reader)
-    return span(ptr, base, reader.value.cursor)
-end
-
-local function put_array_splice(st, ptr, base, depth)
-    local from, to = span(ptr, base, st.cur)
-    local n, n0 = st.n, st.n0
-    local cache = st.cache
-    -- The element indices whose text changes, in order.
-    local special, seen = {}, {}
-    for i in next, st.set or {} do
-        if i <= n0 and i <= n then
-            special[#special + 1] = i
-            seen[i] = true
-        end
-    end
-    for i, v in next, cache do
-        if not seen[i] and i <= n0 and i <= n and is_dirty_proxy(v) then
-            special[#special + 1] = i
-        end
-    end
-    table_sort(special)
-    local cur = st.cur
-    local at = from
-    for _, i in ipairs(special) do
-        local vs, ve = element_span(ptr, base, cur, i)
-        copy(base, at, vs)
-        flush()
-        local v = proxy_get(st, i, reader)
-        if v == nil then v = null end
-        put_value(v, depth)
-        at = ve
-    end
-    local kept = n < n0 and n or n0
-    -- End of the last kept original element (or just after '[').
-    local kept_end = from + 1
-    if kept > 0 then
-        local _, ve = element_span(ptr, base, cur, kept)
-        kept_end = ve
-    end
-    local source_end = from + 1
-    if n0 > 0 then
-        local _, ve = element_span(ptr, base, cur, n0)
-        source_end = ve
-    end
-    copy(base, at, kept_end)
-    for i = n0 + 1, n do
-        flush()
+-- The elements appended to an array (change record rec), holes as null.
+local function put_appended(rec, depth)
+    local set = rec.set
+    for i = rec.n0 + 1, rec.n do
         if i > 1 then buf:put(",") end
-        local v = proxy_get(st, i, reader)
-        if v == nil then v = null end
-        put_value(v, depth)
+        local v = set[i]
+        put_value(v == DELETED and null or v, depth)
     end
-    copy(base, source_end, to)
 end
 
-local function put_proxy(st, depth)
+-- Writes edit e (see lua/qjson/edits.lua) whose source range starts after
+-- `at`, in a range entered at `depth` from nesting depth `from_depth`;
+-- returns where the source goes on.
+local function put_edit(base, e, at, depth, from_depth)
+    copy(base, at, e[1])
+    local d = depth + e[4] - from_depth
+    if d > config.max_depth then
+        nesting_error(config.max_depth + 1)
+    end
+    if d > deepest then deepest = d end
+    local v = e[3]
+    if v ~= DELETED then
+        flush()
+        if v == INSERT then
+            put_added(e[5], e[6], d)
+        elseif v == APPEND then
+            put_appended(e[5], d)
+        else
+            put_value(v, d)
+        end
+    end
+    return e[2]
+end
+
+-- Writes source bytes [from, to) of the text at `base` with the edits of
+-- `list` that start in (after, to) applied, skipping those inside a range
+-- an earlier one replaced. A container's own edits start after its first
+-- byte; one that starts on it replaces the container, and is its parent's.
+-- The range is a value at nesting depth `from_depth` in its document
+-- (0 for the root) entered at `depth`; each edit's container
+-- is entered at its depth counted from there, as if every container in
+-- between had been (so the limit and its message are cjson's).
+local function put_source(base, list, from, after, to, depth, from_depth)
+    local at = from
+    local i = first_edit(list, after + 1)
+    local e = list[i]
+    if e and e[1] < to then
+        -- The first edit outside the loop, which most ranges need no
+        -- more than (see edits_of in lua/qjson/edits.lua).
+        at = put_edit(base, e, at, depth, from_depth)
+        i = i + 1
+        e = list[i]
+        while e and e[1] < to do
+            if e[1] >= at then
+                at = put_edit(base, e, at, depth, from_depth)
+            end
+            i = i + 1
+            e = list[i]
+        end
+    end
+    copy(base, at, to)
+end
+
+-- Writes the proxy (code `code`: see lua/qjson/lazy.lua) of state st: its
+-- source bytes, with its document's edits in that range applied.
+local function put_proxy(st, code, depth)
     enter_table(depth)
     local ptr = live_ptr(st)
-    local base = ffi_cast("const char *", st.doc.src)
-    if not st.dirty then
-        local from, to = span(ptr, base, st.cur)
-        copy(base, from, to)
-        flush()
-        return
+    local base = ffi_cast(char_ptr, st.src)
+    local from, to = source_span(st, ptr, cursor_of(code), reader)
+    local changes = st.changes
+    if changes then
+        local list = edits_of(st, reader)
+        local e = list[first_edit(list, from + 1)]
+        if e and e[1] < to then
+            -- Changed inside: from its own depth on.
+            local from_depth = depth_of(ptr, code, reader)
+            put_source(base, list, from, from, to, depth, from_depth)
+            flush()
+            return
+        end
     end
-    if st.kind == C.QJSON_TYPE_OBJECT then
-        put_object_splice(st, ptr, base, depth)
-    else
-        put_array_splice(st, ptr, base, depth)
-    end
+    copy(base, from, to)
     flush()
 end
 
 -- Writes the table v (a plain one or a proxy) entered at `depth`.
 local function put_container(v, depth)
-    local st = state_of(v)
+    local st, code = proxy_info(v)
     if st then
-        put_proxy(st, depth)
+        put_proxy(st, code, depth)
     else
         put_table(v, depth)
     end
@@ -503,17 +448,14 @@ function put_value(v, depth)
 end
 
 
--- Encodes v into buf; a whole document keeps the whitespace around its
--- root value, so an untouched one round-trips byte for byte.
+-- Encodes v into buf. A whole changed document is its text with all its
+-- edits applied, so the whitespace around its root value stays.
 local function put_top(v)
-    local st = state_of(v)
-    if st and st.cur == 0 then
-        local base = ffi_cast("const char *", st.doc.src)
-        local from, to = span(live_ptr(st), base, 0)
-        copy(base, 0, from)
-        flush()
-        put_value(v, 0)
-        copy(base, to, #st.doc.src)
+    local st, code = proxy_info(v)
+    if st and (code == 0 or code == -1) and st.changes then
+        enter_table(1)
+        local src = st.src
+        put_source(ffi_cast(char_ptr, src), edits_of(st, reader), 0, -1, #src, 1, 0)
         flush()
         return
     end
@@ -544,10 +486,10 @@ local function encode_with(v, R)
 end
 
 function _M.encode(v)
-    local st = state_of(v)
-    if st and not st.dirty and st.cur == 0 then
+    local st, code = proxy_info(v)
+    if st and not st.changes and (code == 0 or code == -1) then
         -- An untouched whole document is its own text.
-        return st.doc.src
+        return st.src
     end
     local R = enter()
     local out, err

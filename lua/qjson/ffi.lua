@@ -106,15 +106,29 @@ typedef struct qjson_item {
     };
 } qjson_item;
 
+/* One member or element of a container (qjson_spans), where the encoder
+   splices: byte offsets into the text. */
+typedef struct qjson_span {
+    const char *key;         /* objects, when keys are asked for: the decoded key; else NULL */
+    uint32_t key_len;        /* byte length of key */
+    uint32_t key_start;      /* objects: offset of the key's opening quote; arrays: value_start */
+    uint32_t value_start;    /* offset of the value's first byte */
+    uint32_t value_end;      /* offset just past the value's last byte */
+    uint32_t cursor;         /* the value's cursor */
+    uint32_t live;           /* 1 when reads see this member (under "last wins" only the
+                                last of a repeated key is seen); 1 for every element */
+} qjson_span;
+
 /* Where calls leave their results, and (scratch) the memory the strings
    and lists among them point into. Results stay valid until the next call
    given the same reader. Make readers with qjson_reader_new only. */
 typedef struct qjson_reader {
     qjson_value value;       /* lookups: the value found */
     qjson_value key;         /* qjson_member: the key (decoded; i64 is its byte offset) */
-    const uint32_t *keys;    /* qjson_members: key entries */
+    const uint32_t *keys;    /* qjson_members: key entries; qjson_depths: the depths */
     const qjson_item *items; /* qjson_tape: the items */
-    size_t count;            /* how many keys or items; qjson_escape: bytes consumed;
+    const qjson_span *spans; /* qjson_spans: the members or elements */
+    size_t count;            /* how many keys, items or spans; qjson_escape: bytes consumed;
                                 qjson_parse: bytes the document allocated anew */
     qjson_error error;       /* qjson_parse: why the text was rejected */
     qjson_scratch *scratch;  /* owned by the reader */
@@ -194,6 +208,18 @@ int qjson_member(qjson_doc *doc, uint32_t key_entry, qjson_reader *reader);
 
 /* The tape of the value at cursor, in reader->items and reader->count. */
 int qjson_tape(qjson_doc *doc, uint32_t cursor, qjson_reader *reader);
+
+/* Every member (in document order, repeated keys included) or element of
+   the container at cursor with its byte spans, in reader->spans and
+   reader->count; with keys nonzero, objects' keys decoded too. reader->value
+   gets the container's own source text as qjson_raw fills it.
+   QJSON_TYPE_MISMATCH for a scalar. */
+int qjson_spans(qjson_doc *doc, uint32_t cursor, int keys, qjson_reader *reader);
+
+/* The nesting depth (enclosing containers; 0 for the root) of the value at
+   each of cursors[0..count), which must ascend, in reader->keys and
+   reader->count. One pass over the document up to the last cursor. */
+int qjson_depths(qjson_doc *doc, const uint32_t *cursors, size_t count, qjson_reader *reader);
 
 /* Escapes a prefix of src[0..len) into dst[0..cap) as the contents of a
    JSON string, byte for byte as lua-cjson does (\/ only when escape_slash

@@ -1,41 +1,60 @@
 -- Lazy decode: cjson-shaped tables that read the document on demand.
 --
--- A proxy is an empty Lua table whose metatable holds everything about
--- it (its document, cursor, cache and changes), so no JSON key can
--- collide with internal fields and
--- `next`, `rawget` or iteration see nothing but data. Values are read
--- from the native index the first time they are asked for and cached;
--- containers come back as proxies of their own, cached too, so
--- `t.messages == t.messages`.
+-- A proxy is an empty Lua table. What qjson knows about it lives in its
+-- metatable, which every proxy of one document shares: the document's
+-- *state*. It holds the native document (`ptr`, its address, and `src`,
+-- see lua/qjson/doc.lua), the metamethods, the root's code `rc` (see
+-- `proxy_at`) and `reg`, a registry of the other proxies made so far,
+-- both ways (made with the first of them):
+-- `reg[proxy]` is the proxy's code and `reg[cursor]` the proxy, so that
+-- a container read twice is the same table (`t.messages == t.messages`).
+-- A proxy costs one empty table and two hash entries; no JSON key can
+-- collide with internal fields, and
+-- `next`, `rawget` or iteration see nothing but data. State and proxies
+-- refer to each other only, so the collector frees a dropped document's
+-- proxies and state together.
 --
--- Writes are recorded per proxy (`set`: the keys or indices assigned,
--- `added`: keys new to an object, in order) and mark the proxy and its
--- ancestors dirty; qjson.encode copies clean subtrees as source bytes and
--- splices only what changed (lua/qjson/encode.lua).
+-- Every state has the same fields from the start (none is ever added),
+-- so compiled code that reads one, which LuaJIT specialises to the slot
+-- the field hashed to, works for every document's; change records
+-- likewise.
+--
+-- Scalars are read from the native index each time they are asked for
+-- (one call, which also brings the type), never cached: a cache table per
+-- proxy cost more than the reads it saved.
+--
+-- Writes: the first write to a proxy gives it a change record in
+-- `st.changes` (see `record`); qjson.encode and qjson.materialize turn the
+-- records into edits of the source text (lua/qjson/edits.lua).
 
 local ffi = require("ffi")
 local qffi = require("qjson.ffi")
+local docs = require("qjson.doc")
 
 local C = qffi.C
+local track = docs.track
+local address_of = docs.address_of
 local enter = qffi.enter
 local leave = qffi.leave
-local scalar = qffi.scalar
 local null = qffi.null
 local ffi_string = ffi.string
+local ffi_cast = ffi.cast
 local setmetatable = setmetatable
 local getmetatable = getmetatable
 local rawget = rawget
 local type = type
 local next = next
 local error = error
-local pcall = pcall
 local ipairs = ipairs
 local tostring = tostring
 local tonumber = tonumber
+local str_byte = string.byte
+local str_find = string.find
 local math_floor = math.floor
 local new_tab = require("table.new")
 
 local OK = C.QJSON_OK
+local T_NULL = C.QJSON_TYPE_NULL
 local T_FALSE = C.QJSON_TYPE_FALSE
 local T_TRUE = C.QJSON_TYPE_TRUE
 local T_NUMBER = C.QJSON_TYPE_NUMBER
@@ -43,29 +62,18 @@ local T_STRING = C.QJSON_TYPE_STRING
 local T_ARRAY = C.QJSON_TYPE_ARRAY
 local T_OBJECT = C.QJSON_TYPE_OBJECT
 
+-- Arrays hold fewer elements than a text (under 4 GiB) has bytes.
+local MAX_INDEX = 2 ^ 32
+
 local FREED = "qjson: document used after free()"
+
+local char_ptr = ffi.typeof("const char *")
+local DOC_PTR = ffi.typeof("qjson_doc *")
+local uint32_array = ffi.typeof("uint32_t[?]")
 
 local _M = {}
 
--- A proxy's state is its metatable: the metamethods plus the document,
--- cursor, cache and changes, marked with IS_PROXY. Keeping it there, and
--- not in a side table keyed by proxy, lets the collector free a dropped
--- tree: LuaJIT marks the values of a weak-keyed table strongly, and a
--- parent's state holds its children, so a side table would keep every
--- proxy it ever saw alive.
-local IS_PROXY = {}
-
--- The state of v if it is a proxy, else nil.
-local function state_of(v)
-    local mt = getmetatable(v)
-    if type(mt) == "table" and rawget(mt, IS_PROXY) then
-        return mt
-    end
-    return nil
-end
-_M.state_of = state_of
-
--- Cached in place of a value that was deleted.
+-- Stored in a change record for a value that was deleted.
 local DELETED = setmetatable({}, { __tostring = function() return "qjson.deleted" end })
 _M.DELETED = DELETED
 
@@ -74,183 +82,331 @@ _M.DELETED = DELETED
 local empty_array_mt = { __name = "qjson.empty_array" }
 _M.empty_array_mt = empty_array_mt
 
-local ObjectMT, ArrayMT = {}, {}
+-- A proxy's code says where its container is: its cursor plus SPAN times
+-- its nesting depth (0 for the root), negated minus one for an array. The
+-- encoder's depth limit needs the depth, and a proxy learns it from its
+-- parent for free. Depths from DEEP on are kept as DEEP, so that a code
+-- stays an exact double (below 2^53: DEEP could go up to 2^21 - 1), and
+-- found natively when needed (`depth_of`: a pass over the document up to
+-- the proxy, for writes to such proxies only). DEEP is low enough that the
+-- 100 000-level documents of spec/limits_spec.lua take that path.
+local SPAN = 2 ^ 32
+local DEEP = 2 ^ 16 - 1
 
--- A proxy for the container at `cursor`; `n`, for an array, is its
--- element count.
-local function new_proxy(doc, cursor, kind, parent, n)
-    local mt = kind == T_OBJECT and ObjectMT or ArrayMT
-    local st = { __index = mt.__index, __newindex = mt.__newindex, __len = mt.__len,
-                 __pairs = mt.__pairs, __ipairs = mt.__ipairs, [IS_PROXY] = true,
-                 doc = doc, cur = cursor, kind = kind, cache = {}, dirty = false,
-                 parent = parent, n = n, n0 = n }
-    -- Not a tail call: `return setmetatable(...)` ends the trace of a
-    -- function that got one of its own ("leaving loop in root trace").
-    local proxy = setmetatable({}, st)
-    return proxy
+local function cursor_of(code)
+    if code < 0 then code = -1 - code end
+    return code % SPAN
 end
+_M.cursor_of = cursor_of
 
--- The Lua value for the qjson_value `cell` a read of `doc` just filled;
--- a container becomes a proxy whose parent has state `parent`.
-local function convert(doc, parent, cell)
-    local v = scalar(cell)
-    if v == nil then
-        local t = cell.type
-        v = new_proxy(doc, cell.cursor, t, parent, t == T_ARRAY and tonumber(cell.len) or nil)
+-- The depth in a code, or false from DEEP on.
+local function depth_in(code)
+    if code < 0 then code = -1 - code end
+    local d = math_floor(code / SPAN)
+    return d < DEEP and d
+end
+_M.depth_in = depth_in
+
+-- Texts shorter than this hold few containers (see `proxy_at`).
+local SMALL_TEXT = 128
+
+-- The proxy for the container at `cursor` of type `t` in the document
+-- with state st, a member or element of the proxy with code `parent`: the
+-- one made before, or a new one.
+local function proxy_at(st, cursor, t, parent)
+    local reg = st.reg
+    local p = reg and reg[cursor]
+    if not p then
+        -- Not a tail call: `return setmetatable(...)` ends the trace of a
+        -- function that got one of its own ("leaving loop in root trace").
+        p = setmetatable({}, st)
+        if not reg then
+            -- Room for the proxies a handler makes (growing a table rehashes
+            -- it, which costs more than the room): one in a text that can
+            -- only hold a few, four in any other.
+            reg = new_tab(0, #st.src < SMALL_TEXT and 2 or 8)
+            st.reg = reg
+        end
+        if parent < 0 then parent = -1 - parent end
+        local depth = math_floor(parent / SPAN) + 1
+        local c = (depth < DEEP and depth or DEEP) * SPAN + cursor
+        reg[cursor] = p
+        reg[p] = t == T_OBJECT and c or -1 - c
     end
-    return v
+    return p
 end
 
--- The native document of a proxy, or nil once it was freed.
-local function doc_ptr(st)
-    return st.doc.ptr
+-- The code of a proxy of state st.
+local function code_of(st, proxy)
+    local reg = st.reg
+    return reg and reg[proxy] or st.rc
 end
 
--- Reads member `key` (a string) or element `i` (a number) of the proxy
--- with state st from its source, through reader R, and caches it; nil
--- when there is none. The caller checked the cache and holds a section.
-local function fetch(st, ptr, k, R)
+-- The Lua value for the qjson_value `cell` a read of st's document just
+-- filled, inside the proxy with code `parent`: a scalar, or the proxy of
+-- a container.
+local function value_of(st, cell, parent)
+    local t = cell.type
+    if t == T_STRING then
+        -- Not a tail call: a trace may not return below its start.
+        local s = ffi_string(cell.str, cell.len)
+        return s
+    elseif t == T_NUMBER then
+        return cell.num
+    elseif t == T_TRUE then
+        return true
+    elseif t == T_FALSE then
+        return false
+    elseif t == T_NULL then
+        return null
+    end
+    local p = proxy_at(st, cell.cursor, t, parent)
+    return p
+end
+
+-- Reads member `k` of the object, or element `k` of the array, whose
+-- proxy has `code` in the document ptr of state st, through reader R; nil
+-- when there is none. No caching: see the top of the file.
+local function fetch(st, ptr, code, k, R)
     local rc
-    if st.kind == T_OBJECT then
+    if code >= 0 then
         if type(k) ~= "string" then return nil end
-        rc = C.qjson_get_key(ptr, st.cur, k, #k, R)
+        rc = C.qjson_get_key(ptr, code % SPAN, k, #k, R)
     else
-        if type(k) ~= "number" or k < 1 or k > st.n0 or k ~= math_floor(k) then return nil end
-        rc = C.qjson_get_index(ptr, st.cur, k - 1, R)
+        if type(k) ~= "number" or k < 1 or k > MAX_INDEX or k ~= math_floor(k) then
+            return nil
+        end
+        rc = C.qjson_get_index(ptr, (-1 - code) % SPAN, k - 1, R)
     end
     if rc ~= OK then return nil end
-    local v = convert(st.doc, st, R.value)
-    st.cache[k] = v
+    local v = value_of(st, R.value, code)
     return v
 end
 
--- Member or element k of a proxy, inside reader R's section (for code
--- that already holds one: encode, materialize).
-local function get(st, k, R)
-    local v = st.cache[k]
+-- What proxy's change record says about key or index k: the value
+-- written (nil for a deleted one) and true, or nothing when k is as in
+-- the source.
+local function written(rec, code, k)
+    local v = rec.set[k]
     if v ~= nil then
-        if v == DELETED then return nil end
-        return v
+        if v == DELETED then return nil, true end
+        return v, true
     end
-    local ptr = doc_ptr(st)
-    if not ptr then error(FREED, 0) end
-    return fetch(st, ptr, k, R)
+    if code < 0 and type(k) == "number" and k > rec.n then
+        -- Cut off by deletions at the end.
+        return nil, true
+    end
+    return nil, false
+end
+
+-- Member or element k of the proxy (code `code`) of state st, inside
+-- reader R's section (for code that already holds one: encode,
+-- materialize).
+local function get(st, proxy, code, k, R)
+    local changes = st.changes
+    local rec = changes and changes[proxy]
+    if rec then
+        local v, done = written(rec, code, k)
+        if done then return v end
+    end
+    local address = st.ptr
+    if not address then error(FREED, 0) end
+    local v = fetch(st, ffi_cast(DOC_PTR, address), code, k, R)
+    return v
 end
 _M.get = get
 
 local function proxy_index(proxy, k)
     local st = getmetatable(proxy)
-    local v = st.cache[k]
-    if v ~= nil then
-        if v == DELETED then return nil end
-        return v
+    local code = code_of(st, proxy)
+    local changes = st.changes
+    if changes then
+        local rec = changes[proxy]
+        if rec then
+            local v, done = written(rec, code, k)
+            if done then return v end
+        end
     end
-    local ptr = doc_ptr(st)
-    if not ptr then error(FREED, 2) end
+    local address = st.ptr
+    if not address then error(FREED, 2) end
     local R = enter()
-    v = fetch(st, ptr, k, R)
+    local v = fetch(st, ffi_cast(DOC_PTR, address), code, k, R)
     leave(R)
     return v
 end
-ObjectMT.__index = proxy_index
-ArrayMT.__index = proxy_index
 
--- Marks st and its ancestors as holding changes.
-local function mark_dirty(st)
-    while st and not st.dirty do
-        st.dirty = true
-        st = st.parent
-    end
-end
-
--- Whether the object proxy's source has member `key`.
-local function in_source(st, key)
-    if type(key) ~= "string" then return false end
-    local ptr = doc_ptr(st)
-    if not ptr then error(FREED, 3) end
-    local R = enter()
-    local found = C.qjson_get_key(ptr, st.cur, key, #key, R) == OK
-    leave(R)
-    return found
-end
-
-function ObjectMT.__newindex(proxy, key, v)
-    if key == nil then
-        error("table index is nil", 2)
-    end
-    local st = getmetatable(proxy)
-    local cache = st.cache
-    local old = cache[key]
-    local set = st.set
-    if not set then
-        set = {}
-        st.set = set
-    end
-    -- Whether the key has a value now (for the count of keys).
-    local had = old ~= nil and old ~= DELETED
-    if not set[key] then
-        set[key] = true
-        -- A value read before came from the source.
-        local in_src = old ~= nil or in_source(st, key)
-        had = had or in_src
-        if not in_src then
-            local added = st.added
-            if not added then
-                added = {}
-                st.added = added
-            end
-            added[#added + 1] = key
-        end
-    end
-    if v == nil then v = DELETED end
-    cache[key] = v
-    local len = st.len
-    if len then
-        st.len = len + (v ~= DELETED and 1 or 0) - (had and 1 or 0)
-    end
-    mark_dirty(st)
-end
-
-function ArrayMT.__newindex(proxy, i, v)
-    local st = getmetatable(proxy)
-    if type(i) ~= "number" or i < 1 or i ~= math_floor(i) or i > st.n + 1 then
-        error("qjson: array index " .. tostring(i) .. " is out of range 1.." .. (st.n + 1)
-              .. " (arrays grow by one at the end)", 2)
-    end
-    local set = st.set
-    if not set then
-        set = {}
-        st.set = set
-    end
-    set[i] = true
-    st.cache[i] = v == nil and DELETED or v
-    if v == nil then
-        -- Removing the last elements shortens the array; a hole in the
-        -- middle stays and encodes as null, as cjson does.
-        local n = st.n
-        while n > 0 and st.cache[n] == DELETED do
-            n = n - 1
-        end
-        st.n = n
-    elseif i > st.n then
-        st.n = i
-    end
-    mark_dirty(st)
-end
-
--- The native document of a proxy, raising once it was freed (for code
+-- The native document of a state, raising once it was freed (for code
 -- whose sections leave on errors: encode, materialize).
 local function live_ptr(st)
-    local ptr = doc_ptr(st)
-    if not ptr then error(FREED, 0) end
-    return ptr
+    local address = st.ptr
+    if not address then error(FREED, 0) end
+    return ffi_cast(DOC_PTR, address)
 end
 _M.live_ptr = live_ptr
 
--- Members of the object proxy's source (document ptr), as a Lua list of
--- key entries, through reader R.
-local function source_members(st, ptr, every, R)
-    if C.qjson_members(ptr, st.cur, every and 1 or 0, R) ~= OK then return {} end
+-- Where the source text of the value at cursor in the document of state
+-- st starts and ends, as byte offsets.
+local function source_span(st, ptr, cursor, R)
+    C.qjson_raw(ptr, cursor, nil, 0, R)
+    local v = R.value
+    local start = tonumber(v.str - ffi_cast(char_ptr, st.src))
+    return start, start + tonumber(v.len)
+end
+_M.source_span = source_span
+
+-- The element count of the array at cursor, or the distinct key count of
+-- the object, in the document ptr (in a section of its own).
+local function source_len(ptr, cursor)
+    local R = enter()
+    C.qjson_len(ptr, cursor, nil, 0, R)
+    local n = tonumber(R.value.len)
+    leave(R)
+    return n
+end
+
+-- The nesting depth of the proxy with `code` in the document ptr: from
+-- its code, or, from DEEP on, from one pass over the document up to it
+-- (through reader R).
+local function depth_of(ptr, code, R)
+    local d = depth_in(code)
+    if d then return d end
+    C.qjson_depths(ptr, uint32_array(1, cursor_of(code)), 1, R)
+    d = R.keys[0]
+    return d
+end
+_M.depth_of = depth_of
+
+-- The change record of the proxy (code `code`) of state st, made on its
+-- first write: `code` and `depth` are the proxy's; `set` maps each key or
+-- index written to its value (DELETED for nil); objects keep `added`, the
+-- keys written that the source lacks in the order first written, and
+-- `len`, their key count once asked for, kept up to date; arrays keep `n`
+-- and `n0`, their current and source element counts. An object is
+-- `simple` while every write replaced a member of a source without
+-- repeated keys: `writes` then lists where each such value is
+-- ({ start, end, key }, in the order first written), and the encoder
+-- needs nothing more (lua/qjson/edits.lua). `st.changes` maps
+-- proxies to their records and lists the records (1..n), so that going
+-- over them is a numeric loop, which compiles. Every write drops the
+-- document's edits (`st.edits`), made again when next needed.
+local function record(st, proxy, code, level)
+    st.edits = false
+    local changes = st.changes
+    if not changes then
+        -- (Presized, as the tables below: growing an empty table rehashes.)
+        changes = new_tab(1, 1)
+        st.changes = changes
+    end
+    local rec = changes[proxy]
+    if rec then return rec end
+    local address = st.ptr
+    if not address then error(FREED, level + 1) end
+    local ptr = ffi_cast(DOC_PTR, address)
+    local cursor = cursor_of(code)
+    local R = enter()
+    local depth = depth_of(ptr, code, R)
+    local simple = false
+    if code >= 0 then
+        -- No repeated key when every member is a distinct key.
+        C.qjson_members(ptr, cursor, 1, R)
+        local members = tonumber(R.count)
+        C.qjson_len(ptr, cursor, nil, 0, R)
+        simple = members == tonumber(R.value.len)
+    end
+    leave(R)
+    rec = { code = code, set = code >= 0 and new_tab(0, 1) or new_tab(1, 0), added = false,
+            len = false, n = false, n0 = false, depth = depth, simple = simple,
+            writes = code >= 0 and new_tab(1, 0) }
+    if code < 0 then
+        local n = source_len(ptr, cursor)
+        rec.n, rec.n0 = n, n
+    end
+    changes[proxy] = rec
+    changes[#changes + 1] = rec
+    return rec
+end
+
+-- Where the value of member `key` of the object at cursor in the
+-- document of state st starts and ends, or nil when there is none.
+local function member_span(st, ptr, cursor, key)
+    if type(key) ~= "string" then return nil end
+    local R = enter()
+    local from, to
+    if C.qjson_get_key(ptr, cursor, key, #key, R) == OK then
+        from, to = source_span(st, ptr, R.value.cursor, R)
+    end
+    leave(R)
+    return from, to
+end
+
+local function proxy_newindex(proxy, k, v)
+    local st = getmetatable(proxy)
+    local code = code_of(st, proxy)
+    if code >= 0 then
+        if k == nil then
+            error("table index is nil", 2)
+        end
+        local rec = record(st, proxy, code, 2)
+        local set = rec.set
+        local old = set[k]
+        -- Whether the key has a value now (for the count of keys).
+        local had
+        if old == nil then
+            local address = st.ptr
+            if not address then error(FREED, 2) end
+            local from, to = member_span(st, ffi_cast(DOC_PTR, address), cursor_of(code), k)
+            had = from ~= nil
+            if had then
+                local writes = rec.writes
+                writes[#writes + 1] = { from, to, k }
+            else
+                local added = rec.added
+                if not added then
+                    added = new_tab(1, 0)
+                    rec.added = added
+                end
+                added[#added + 1] = k
+                rec.simple = false
+            end
+        else
+            had = old ~= DELETED
+        end
+        if v == nil then
+            v = DELETED
+            rec.simple = false
+        end
+        set[k] = v
+        local len = rec.len
+        if len then
+            rec.len = len + (v ~= DELETED and 1 or 0) - (had and 1 or 0)
+        end
+        return
+    end
+    local rec = record(st, proxy, code, 2)
+    local n = rec.n
+    if type(k) ~= "number" or k < 1 or k ~= math_floor(k) or k > n + 1 then
+        error("qjson: array index " .. tostring(k) .. " is out of range 1.." .. (n + 1)
+              .. " (arrays grow by one at the end)", 2)
+    end
+    local set = rec.set
+    if v == nil then
+        set[k] = DELETED
+        -- Removing the last elements shortens the array; a hole in the
+        -- middle stays and encodes as null, as cjson does.
+        while n > 0 and set[n] == DELETED do
+            n = n - 1
+        end
+        rec.n = n
+    else
+        set[k] = v
+        if k > n then rec.n = k end
+    end
+end
+
+-- Members of the object at cursor in the document ptr that reads see, as
+-- a Lua list of key entries, through reader R.
+local function source_members(ptr, cursor, R)
+    if C.qjson_members(ptr, cursor, 0, R) ~= OK then return {} end
     local n = tonumber(R.count)
     local list = new_tab(n, 0)
     local keys = R.keys
@@ -259,57 +415,57 @@ local function source_members(st, ptr, every, R)
     end
     return list
 end
-_M.source_members = source_members
 
--- The key and value of the member at key entry `entry` of the proxy's
--- document ptr, through the cache and reader R.
-local function member(st, ptr, entry, R)
+-- The key and value of the member at key entry `entry` of the document
+-- ptr of state st, as written if `rec` (the object's change record, or
+-- nil) says so, through reader R.
+local function member(st, ptr, code, rec, entry, R)
     C.qjson_member(ptr, entry, R)
     local cell = R.key
     local key = ffi_string(cell.str, cell.len)
-    local v = st.cache[key]
+    local v
+    if rec then v = rec.set[key] end
     if v == nil then
-        v = convert(st.doc, st, R.value)
-        st.cache[key] = v
+        v = value_of(st, R.value, code)
     end
     return key, v
 end
 
--- Iterates the object proxy with state st: source members in document
--- order (the one "last wins" reads for a repeated key), then added keys
--- in order. Reads go through reader R when the caller holds a section
--- (encode, materialize); without R, each read is a section of its own.
-local function object_iter(st, R)
-    local ptr = doc_ptr(st)
-    if not ptr then error(FREED, 3) end
+-- Iterates the object proxy (code `code`) of state st: source members in
+-- document order (the one "last wins" reads for a repeated key), then
+-- added keys in order. Reads go through reader R when the caller holds a
+-- section (encode, materialize); without R, each read is a section of its
+-- own.
+local function object_iter(st, proxy, code, R)
+    local address = st.ptr
+    if not address then error(FREED, 3) end
     local r = R or enter()
-    local entries = source_members(st, ptr, false, r)
+    local entries = source_members(ffi_cast(DOC_PTR, address), cursor_of(code), r)
     if not R then leave(r) end
     local i, added_i = 0, 0
     return function()
+        local changes = st.changes
+        local rec = changes and changes[proxy]
         while i < #entries do
             i = i + 1
-            ptr = doc_ptr(st)
-            if not ptr then error(FREED, 2) end
+            address = st.ptr
+            if not address then error(FREED, 2) end
             r = R or enter()
-            local key, v = member(st, ptr, entries[i], r)
+            local key, v = member(st, ffi_cast(DOC_PTR, address), code, rec, entries[i], r)
             if not R then leave(r) end
             if v ~= DELETED then return key, v end
         end
-        local added = st.added
+        local added = rec and rec.added
         while added and added_i < #added do
             added_i = added_i + 1
             local key = added[added_i]
-            local v = st.cache[key]
-            if v ~= DELETED and v ~= nil then return key, v end
+            local v = rec.set[key]
+            if v ~= DELETED then return key, v end
         end
         return nil
     end
 end
-
-local function object_pairs(proxy)
-    return object_iter(getmetatable(proxy))
-end
+_M.object_iter = object_iter
 
 local function array_ipairs_step(proxy, i)
     i = i + 1
@@ -324,62 +480,94 @@ local function array_pairs(proxy)
     return array_ipairs_step, proxy, 0
 end
 
--- The number of elements, or of distinct keys: counted once (natively
--- while nothing was written, else by iterating), then kept up to date by
--- every write.
-local function proxy_len(st, proxy)
-    if st.kind == T_ARRAY then return st.n end
-    local n = st.len
-    if n then return n end
-    if not st.set then
-        local ptr = doc_ptr(st)
-        if not ptr then error(FREED, 3) end
-        local R = enter()
-        C.qjson_len(ptr, st.cur, nil, 0, R)
-        n = tonumber(R.value.len)
-        leave(R)
-    else
+local function empty_iter()
+    return nil
+end
+
+-- The number of elements, or of distinct keys, of the proxy (code
+-- `code`) of state st: natively while nothing was written; once written,
+-- kept by the change record (counted once for an object, by iterating).
+local function proxy_len(st, proxy, code)
+    local changes = st.changes
+    local rec = changes and changes[proxy]
+    if code < 0 then
+        if rec then return rec.n end
+    elseif rec then
+        local n = rec.len
+        if n then return n end
         n = 0
-        for _ in object_pairs(proxy) do n = n + 1 end
+        for _ in object_iter(st, proxy, code) do n = n + 1 end
+        rec.len = n
+        return n
     end
-    st.len = n
+    local address = st.ptr
+    if not address then error(FREED, 3) end
+    local n = source_len(ffi_cast(DOC_PTR, address), cursor_of(code))
     return n
 end
 
-function ObjectMT.__len(proxy) return proxy_len(getmetatable(proxy), proxy) end
-function ArrayMT.__len(proxy) return getmetatable(proxy).n end
-ObjectMT.__pairs = object_pairs
-ArrayMT.__pairs = array_pairs
-ArrayMT.__ipairs = array_pairs
-ObjectMT.__ipairs = function() return next, {}, nil end
+-- The state and code of v if it is a proxy, else nil.
+local function proxy_info(v)
+    local st = getmetatable(v)
+    if type(v) == "table" and type(st) == "table" and rawget(st, "__index") == proxy_index then
+        return st, code_of(st, v)
+    end
+    return nil
+end
+_M.proxy_info = proxy_info
 
 function _M.is_proxy(v)
-    return state_of(v) ~= nil
+    return proxy_info(v) ~= nil
+end
+
+-- Whether v is an array proxy.
+function _M.is_array(v)
+    local st, code = proxy_info(v)
+    return st ~= nil and code < 0
 end
 
 -- qjson.len(v): #v for a plain table, the element or key count of a proxy.
 function _M.len(v)
-    local st = state_of(v)
-    if st then return proxy_len(st, v) end
+    local st, code = proxy_info(v)
+    if st then return proxy_len(st, v, code) end
     return #v
 end
 
 function _M.pairs(v)
-    local st = state_of(v)
+    local st, code = proxy_info(v)
     if st then
-        if st.kind == T_OBJECT then return object_pairs(v) end
+        if code >= 0 then return object_iter(st, v, code) end
         return array_pairs(v)
     end
     return next, v, nil
 end
 
 function _M.ipairs(v)
-    local st = state_of(v)
+    local st, code = proxy_info(v)
     if st then
-        if st.kind == T_ARRAY then return array_pairs(v) end
-        return next, {}, nil
+        if code < 0 then return array_pairs(v) end
+        return empty_iter
     end
     return ipairs(v)
+end
+
+-- Where `#`, `pairs` and `ipairs` consult metamethods of tables (LuaJIT
+-- built with Lua 5.2 compatibility, as OpenResty's is), states carry them
+-- too; elsewhere they would be dead weight in every state.
+local COMPAT = #setmetatable({}, { __len = function() return 1 end }) == 1
+
+local function proxy_len_mm(proxy)
+    local st = getmetatable(proxy)
+    local n = proxy_len(st, proxy, code_of(st, proxy))
+    return n
+end
+
+local function proxy_pairs(proxy)
+    return _M.pairs(proxy)
+end
+
+local function proxy_ipairs(proxy)
+    return _M.ipairs(proxy)
 end
 
 -- Builds plain tables from a tape (see src/navigate/tape.rs) in one pass
@@ -478,95 +666,43 @@ local function tape_value(ptr, cursor, R)
 end
 _M.tape_value = tape_value
 
--- One level of materialize, through reader R: a copy of v's own entries
--- (children not yet converted) and true, or, for a scalar or an
--- unchanged proxy, the finished value.
-local function materialize_level(v, R)
-    local st = state_of(v)
-    if st then
-        if not st.dirty then
-            return tape_value(live_ptr(st), st.cur, R)
-        end
-        if st.kind == T_ARRAY then
-            local n = st.n
-            local out = new_tab(n, 0)
-            for i = 1, n do
-                local e = get(st, i, R)
-                if e == nil then e = null end
-                out[i] = e
-            end
-            if n == 0 then setmetatable(out, empty_array_mt) end
-            return out, true
-        end
-        local out = {}
-        for k, e in object_iter(st, R) do
-            out[k] = e
-        end
-        return out, true
-    end
-    if type(v) ~= "table" then return v end
-    local out = {}
-    for k, e in next, v do
-        out[k] = e
-    end
-    return setmetatable(out, getmetatable(v)), true
-end
+-- JSON's whitespace, the bytes a text may start with before its value.
+local SPACE, TAB, LF, CR = 32, 9, 10, 13
+local OPEN_OBJECT, OPEN_ARRAY = 123, 91
 
--- Deep-converts v to plain Lua tables through reader R. Depth-first over
--- an explicit stack rather than by recursion, so a tree of any depth
--- converts (a document parsed with a large max_depth, then changed deep
--- down); the tables on the current path are tracked, so one that
--- contains itself raises instead of looping.
-local function materialize_tree(v, R)
-    local root, open = materialize_level(v, R)
-    if not open then return root end
-    local outs, keys, sources, on_path = { root }, {}, { v }, { [v] = true }
-    local depth = 1
-    while depth > 0 do
-        local out = outs[depth]
-        local k, e = next(out, keys[depth])
-        if k == nil then
-            on_path[sources[depth]] = nil
-            depth = depth - 1
-        else
-            keys[depth] = k
-            if type(e) == "table" then
-                if on_path[e] then
-                    error("qjson: cannot materialize a table that contains itself", 0)
-                end
-                local converted, children = materialize_level(e, R)
-                out[k] = converted
-                if children then
-                    depth = depth + 1
-                    outs[depth], keys[depth], sources[depth] = converted, nil, e
-                    on_path[e] = true
-                end
-            end
-        end
+-- The value of `text`, just parsed into the native document ptr (which
+-- allocated `bytes` anew): the root proxy, whose state takes charge of
+-- ptr; or, for a scalar root, the scalar, and ptr is freed at once.
+function _M.root(ptr, text, bytes)
+    -- The text is valid JSON: its first byte that is not whitespace starts
+    -- the value.
+    local b = str_byte(text, 1)
+    if b == SPACE or b == TAB or b == LF or b == CR then
+        b = str_byte(text, (str_find(text, "[^ \t\n\r]")))
     end
+    local t = b == OPEN_OBJECT and T_OBJECT or b == OPEN_ARRAY and T_ARRAY
+    if not t then
+        local R = enter()
+        C.qjson_get(ptr, 0, nil, 0, R)
+        local v = value_of(nil, R.value, 0)
+        leave(R)
+        C.qjson_free(ptr)
+        return v
+    end
+    local address = address_of(ptr)
+    local rc = t == T_OBJECT and 0 or -1
+    local st
+    if COMPAT then
+        st = { __index = proxy_index, __newindex = proxy_newindex, __len = proxy_len_mm,
+               __pairs = proxy_pairs, __ipairs = proxy_ipairs, ptr = address, src = text,
+               rc = rc, reg = false, changes = false, edits = false }
+    else
+        st = { __index = proxy_index, __newindex = proxy_newindex, ptr = address, src = text,
+               rc = rc, reg = false, changes = false, edits = false }
+    end
+    local root = setmetatable({}, st)
+    track(st, address, bytes)
     return root
-end
-
--- qjson.materialize(v): what cjson.decode gives for the same text (plus
--- empty_array_mt on empty arrays), with any changes made through proxies
--- applied. One section for the whole tree.
-function _M.materialize(v)
-    local R = enter()
-    local ok, out = pcall(materialize_tree, v, R)
-    leave(R)
-    if not ok then
-        error(out, 2)
-    end
-    return out
-end
-
--- The proxy (or scalar) for the root of a parsed document.
-function _M.root(doc)
-    local R = enter()
-    C.qjson_get(doc.ptr, 0, nil, 0, R)
-    local v = convert(doc, nil, R.value)
-    leave(R)
-    return v
 end
 
 return _M

@@ -15,6 +15,7 @@
 
 pub mod lookup;
 pub mod path;
+pub mod spans;
 pub mod tape;
 
 use core::ops::Range;
@@ -104,6 +105,25 @@ impl<'a> Tree<'a> {
         self.links[self.links[e as usize] as usize]
     }
 
+    /// Fills `out` with the nesting depth of the value at each of
+    /// `cursors` (ascending): how many containers enclose it, 0 for the
+    /// root. One pass over the entries up to the last cursor.
+    pub fn depths(&self, cursors: &[u32], out: &mut Vec<u32>) {
+        out.clear();
+        let (mut e, mut depth) = (0u32, 0u32);
+        for &c in cursors {
+            while e < c {
+                match self.byte(e) {
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => depth -= 1,
+                    _ => {}
+                }
+                e += 1;
+            }
+            out.push(depth);
+        }
+    }
+
     /// The key entries (opening quotes) of the object at `obj`, in order.
     pub fn keys(&self, obj: u32) -> impl Iterator<Item = u32> + '_ {
         let close = self.links[obj as usize];
@@ -141,13 +161,14 @@ impl<'a> Tree<'a> {
     /// Whether the key at entry `key` decodes to `want`.
     #[inline]
     pub fn key_is(&self, key: u32, want: &[u8]) -> bool {
-        let body = self.string_body(key);
-        if self.has_escapes(key) {
-            // Decoding never lengthens a string.
-            body.len() >= want.len() && unescaped_eq(body, want)
-        } else {
-            body == want
+        let span = self.string_span(key);
+        // Most keys differ in length from the one wanted: no bytes read.
+        let len = span.end - span.start;
+        if !self.has_escapes(key) {
+            return len == want.len() && &self.src[span] == want;
         }
+        // Decoding never lengthens a string.
+        len >= want.len() && unescaped_eq(&self.src[span], want)
     }
 
     /// The value of member `want` of the object at `obj`: the last match
@@ -189,5 +210,22 @@ impl<'a> Tree<'a> {
             ValueType::Number => number_end(self.src, start).unwrap_or(start),
         };
         start..end
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::document::Document;
+    use crate::validate::Options;
+
+    #[test]
+    fn depths_count_the_enclosing_containers() {
+        // entries: 0 { 1 " 2 " 3 : 4 [ 5 1 6 , 7 { 8 } 9 ] 10 , 11 " 12 " 13 : 14 2 15 }
+        let doc = Document::parse(br#"{"a":[1,{}],"b":2}"#, &Options::default()).unwrap();
+        let mut out = Vec::new();
+        doc.tree().depths(&[0, 4, 5, 7, 14], &mut out);
+        assert_eq!(out, [0, 1, 2, 2, 1]);
+        doc.tree().depths(&[], &mut out);
+        assert!(out.is_empty());
     }
 }

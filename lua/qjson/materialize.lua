@@ -1,0 +1,120 @@
+-- qjson.materialize: proxies (and any plain tables around them) deep-
+-- converted to plain tables, equal to what cjson.decode gives for the
+-- same text with every change made through proxies applied.
+
+local qffi = require("qjson.ffi")
+local lazy = require("qjson.lazy")
+local edits = require("qjson.edits")
+
+local C = qffi.C
+local enter = qffi.enter
+local leave = qffi.leave
+local null = qffi.null
+local proxy_info = lazy.proxy_info
+local live_ptr = lazy.live_ptr
+local tape_value = lazy.tape_value
+local get = lazy.get
+local object_iter = lazy.object_iter
+local empty_array_mt = lazy.empty_array_mt
+local changed = edits.changed
+local new_tab = require("table.new")
+local setmetatable = setmetatable
+local getmetatable = getmetatable
+local type = type
+local next = next
+local error = error
+local pcall = pcall
+local tonumber = tonumber
+
+local _M = {}
+
+-- One level of materialize, through reader R: a copy of v's own entries
+-- (children not yet converted) and true, or, for a scalar or an
+-- unchanged proxy, the finished value.
+local function materialize_level(v, R)
+    local st, code = proxy_info(v)
+    if st then
+        local ptr = live_ptr(st)
+        local cursor = lazy.cursor_of(code)
+        if not changed(st, v, code, R) then
+            return tape_value(ptr, cursor, R)
+        end
+        if code < 0 then
+            local rec = st.changes[v]
+            local n = rec and rec.n
+            if not n then
+                C.qjson_len(ptr, cursor, nil, 0, R)
+                n = tonumber(R.value.len)
+            end
+            local out = new_tab(n, 0)
+            for i = 1, n do
+                local e = get(st, v, code, i, R)
+                if e == nil then e = null end
+                out[i] = e
+            end
+            if n == 0 then setmetatable(out, empty_array_mt) end
+            return out, true
+        end
+        local out = {}
+        for k, e in object_iter(st, v, code, R) do
+            out[k] = e
+        end
+        return out, true
+    end
+    if type(v) ~= "table" then return v end
+    local out = {}
+    for k, e in next, v do
+        out[k] = e
+    end
+    return setmetatable(out, getmetatable(v)), true
+end
+
+-- Deep-converts v to plain Lua tables through reader R. Depth-first over
+-- an explicit stack rather than by recursion, so a tree of any depth
+-- converts (a document parsed with a large max_depth, then changed deep
+-- down); the tables on the current path are tracked, so one that
+-- contains itself raises instead of looping.
+local function materialize_tree(v, R)
+    local root, open = materialize_level(v, R)
+    if not open then return root end
+    local outs, keys, sources, on_path = { root }, {}, { v }, { [v] = true }
+    local depth = 1
+    while depth > 0 do
+        local out = outs[depth]
+        local k, e = next(out, keys[depth])
+        if k == nil then
+            on_path[sources[depth]] = nil
+            depth = depth - 1
+        else
+            keys[depth] = k
+            if type(e) == "table" then
+                if on_path[e] then
+                    error("qjson: cannot materialize a table that contains itself", 0)
+                end
+                local converted, children = materialize_level(e, R)
+                out[k] = converted
+                if children then
+                    depth = depth + 1
+                    outs[depth], keys[depth], sources[depth] = converted, nil, e
+                    on_path[e] = true
+                end
+            end
+        end
+    end
+    return root
+end
+
+-- qjson.materialize(v): what cjson.decode gives for the same text (plus
+-- empty_array_mt on empty arrays), with any changes made through proxies
+-- applied. One section for the whole tree.
+function _M.materialize(v)
+    local R = enter()
+    local ok, out = pcall(materialize_tree, v, R)
+    leave(R)
+    if not ok then
+        error(out, 2)
+    end
+    return out
+end
+
+return _M
