@@ -442,7 +442,9 @@ _M.track = track
 -- cast it back (`ffi.cast(DOC_PTR, address)`), which compiled code does
 -- without allocating. User-space addresses fit in a double's 53 bits.
 local function address_of(ptr)
-    return tonumber(ffi_cast(UINTPTR, ptr))
+    -- Not a tail call: a root trace may not leave through a builtin.
+    local address = tonumber(ffi_cast(UINTPTR, ptr))
+    return address
 end
 _M.address_of = address_of
 
