@@ -3,7 +3,7 @@
 # run under user-mode emulation (qemu-aarch64): there is no arm64 hardware
 # here. `tools/deps.sh cross` installs what it needs.
 #
-# Usage: tools/aarch64.sh check|test|clippy|smoke|count [FILE...]
+# Usage: tools/aarch64.sh check|test|clippy|smoke|rock|count [FILE...]
 #   check    exit 0 if this machine can do the rest, else print why not
 #   test     every cargo test of the crate, built for aarch64, under qemu
 #   clippy   cargo clippy -D warnings for the aarch64 target (the code
@@ -11,6 +11,10 @@
 #   smoke    LuaJIT arm64 (Debian's luajit2:arm64, unpacked into the cache)
 #            under qemu: tools/outputs.lua over the corpus and the chat
 #            ladder, compared file by file with the same run on x86-64 (TAP)
+#   rock     make rock's aarch64 rock (tools/rock.sh, built with zig against
+#            glibc 2.17): an aarch64 libqjson.so needing glibc 2.17 at most,
+#            whose unpacked modules and library LuaJIT arm64 loads under qemu
+#            and runs tools/check_install.lua with (TAP)
 #   count    stage-1 guest instructions per input byte, neon beside scalar,
 #            for the corpus and the chat ladder (or FILE...), counted by a
 #            QEMU plugin (tools/insn_count.c): nothing here is timed
@@ -142,6 +146,39 @@ smoke)
         fi
     done
     ;;
+rock)
+    lj=$(luajit_arm64)
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    echo "1..3"
+    if ! rock=$(ROCK_DIR="$work" ARCHES=aarch64 tools/rock.sh 2>"$work/rock.log"); then
+        echo "not ok 1 - make rock: the aarch64 rock"
+        sed 's/^/# /' "$work/rock.log"
+        exit 1
+    fi
+    echo "ok 1 - make rock: $(basename "$rock")"
+    mkdir "$work/tree"
+    (cd "$work/tree" && unzip -q "$rock")
+    so=$work/tree/lib/libqjson.so
+    glibc=$(objdump -T "$so" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
+    if file -b "$so" | grep -q 'ARM aarch64' &&
+        [ "$(printf '%s\n2.17\n' "$glibc" | sort -V | tail -1)" = 2.17 ]; then
+        echo "ok 2 - the rock's libqjson.so is aarch64 code needing glibc $glibc at most (2.17 allowed)"
+    else
+        echo "not ok 2 - the rock's libqjson.so: $(file -b "$so"), glibc $glibc"
+    fi
+    modules=(qjson)
+    for f in "$work"/tree/lua/qjson/*.lua; do modules+=("qjson.$(basename "$f" .lua)"); done
+    if out=$(cd "$work" && env -i PATH=/usr/bin:/bin LUA_PATH="$work/tree/lua/?.lua" \
+        LUA_CPATH="$work/tree/lib/?.so" LD_LIBRARY_PATH="$lj/usr/lib/aarch64-linux-gnu" \
+        "${qemu[@]}" "$lj/usr/bin/luajit" "$root/tools/check_install.lua" "$work/tree/" \
+        "${modules[@]}" 2>&1) && [[ $out == *"(neon)"* ]]; then
+        echo "ok 3 - LuaJIT arm64 loads the rock's modules and library: ${out##*/}"
+    else
+        echo "not ok 3 - LuaJIT arm64 with the rock's modules and library"
+        printf '%s\n' "$out" | sed 's/^/# /'
+    fi
+    ;;
 count)
     shift
     build --bench insns
@@ -179,7 +216,7 @@ count)
         sed -n 's/^qemu-aarch64 version \([^ ]*\).*/\1/p'), default CPU; ratio = scalar / neon)"
     ;;
 *)
-    echo "usage: $0 check|test|clippy|smoke|count [FILE...]" >&2
+    echo "usage: $0 check|test|clippy|smoke|rock|count [FILE...]" >&2
     exit 2
     ;;
 esac

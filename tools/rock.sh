@@ -46,8 +46,14 @@ build() {
         rustc=/usr/bin/rustc
         [ -d "$($rustc --print target-libdir --target "$target" 2>/dev/null)" ] || return 1
     fi
-    RUSTC=$rustc CARGO_TARGET_DIR=target/zigbuild cargo zigbuild --release --quiet \
-        --target "$target.2.17" >&2
+    # A linker, runner or profile set for cross builds (tools/aarch64.sh
+    # sets some) must not reach this build: zig links it, as shipped.
+    local var unset=()
+    for var in $(compgen -e | grep -E '^CARGO_(TARGET_|PROFILE_|BUILD_)'); do
+        unset+=(-u "$var")
+    done
+    env "${unset[@]}" RUSTC=$rustc CARGO_TARGET_DIR=target/zigbuild cargo zigbuild --release \
+        --quiet --target "$target.2.17" >&2
     echo "target/zigbuild/$target/release/libqjson.so"
 }
 
@@ -60,13 +66,14 @@ for arch in ${ARCHES:-x86_64 aarch64}; do
     tree=$(mktemp -d)
     QJSON_PREBUILT=$PWD/$so "${rocks[@]}" --tree="$tree" make "$rockspec" --deps-mode=none \
         LUA_INCDIR=/usr/include/luajit-2.1 >&2
-    # luarocks names the rock after this machine; the contents are arch's.
-    packed=$(cd "$out" && "${rocks[@]}" --tree="$tree" pack qjson "$version-1" |
+    # luarocks names the rock after this machine whatever its contents, so
+    # each arch packs in a directory of its own (packing in $out, the
+    # aarch64 rock was first written over the x86-64 one's name).
+    packdir=$(mktemp -d)
+    packed=$(cd "$packdir" && "${rocks[@]}" --tree="$tree" pack qjson "$version-1" |
              sed -n 's/^Packed: //p')
     rock="$out/qjson-$version-1.linux-$arch.rock"
-    if [ "$packed" != "$rock" ]; then
-        mv "$packed" "$rock"
-    fi
-    rm -rf "$tree"
+    mv "$packed" "$rock"
+    rm -rf "$tree" "$packdir"
     echo "$rock"
 done

@@ -139,6 +139,7 @@ if why=$(tools/aarch64.sh check); then
     check "cargo clippy -D warnings for aarch64" tools/aarch64.sh clippy
     tap_tests "LuaJIT arm64 under qemu-aarch64: the outputs of x86-64 (tools/outputs.lua)" \
         tools/aarch64.sh smoke
+    tap_tests "the aarch64 binary rock in LuaJIT arm64 under qemu-aarch64" tools/aarch64.sh rock
     echo "aarch64 part: $((SECONDS - aarch64_start)) s"
 else
     echo "SKIPPED: $why"
