@@ -13,10 +13,12 @@
 --   QUICK=1 ...                                  a few calls per row: checks
 --                                                the harness, not the speed
 --
--- Per row: 50 warm-up calls, or a second of them (so the JIT compiles the
--- loops), a full GC, then 5 timed rounds; the median ops/s, the min-max range, the
--- Lua heap growth over the rounds, and the process's peak RSS. Every
--- workload's answer is checked against cjson's before it is timed.
+-- Per workload: each library warmed up with 50 calls, or a second of them
+-- (so the JIT compiles the loops), a full GC, then 9 rounds in which every
+-- library runs for about 50 ms in turn (see `measure`); per library the
+-- median ops/s, the min-max range, the Lua heap growth over its rounds,
+-- and the process's peak RSS. Every workload's answer is checked against
+-- cjson's before it is timed.
 
 package.path = "lua/?.lua;benches/?.lua;" .. package.path
 
@@ -49,8 +51,8 @@ local qffi = require("qjson.ffi")
 local payloads = require("payloads")
 
 local QUICK = os.getenv("QUICK") == "1"
-local ROUNDS = 5
-local ROUND_SECONDS = QUICK and 0 or 0.1
+local ROUNDS = 9
+local ROUND_SECONDS = QUICK and 0 or 0.05
 local WARMUP = QUICK and 2 or 50
 local WARMUP_SECONDS = QUICK and 0 or 1
 
@@ -59,8 +61,10 @@ ffi.cdef [[
     int clock_gettime(int clock, struct qjson_bench_timespec *ts);
 ]]
 local ts = ffi.new("struct qjson_bench_timespec")
+-- The thread's CPU time: on a shared machine, time spent descheduled
+-- would otherwise be charged to whichever library was running.
 local function now()
-    ffi.C.clock_gettime(1, ts) -- CLOCK_MONOTONIC
+    ffi.C.clock_gettime(3, ts) -- CLOCK_THREAD_CPUTIME_ID
     return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
 end
 
@@ -494,41 +498,72 @@ end
 local LIBRARIES = { "cjson", "simdjson", "qjson.parse", "qjson.decode", "qjson eager",
                     "qjson materialize", "qjson" }
 
--- Calls `fn` on `texts` in turn and returns ops/s (median, min, max) and
--- the heap growth in KB.
-local function measure(fn, texts)
+-- Calls `fn` on `texts` in turn until `calls` calls are done; returns
+-- the seconds taken.
+local function timed(fn, texts, calls)
     local n = #texts
-    -- Warm-up: WARMUP calls, or fewer when they take over a second (a
-    -- call over a big body runs its inner loops often enough to compile).
-    local warm_until = now() + WARMUP_SECONDS
-    for k = 1, math.max(WARMUP, n) do
+    local start = now()
+    for k = 1, calls do
         fn(texts[(k - 1) % n + 1])
-        if k >= n and now() > warm_until then break end
     end
-    -- Calls per round, so a round lasts about ROUND_SECONDS.
-    local calls = n
-    local t0 = now()
-    for k = 1, n do
-        fn(texts[k])
-    end
-    local once = (now() - t0) / n
-    if once > 0 then
-        calls = math.max(n, math.floor(ROUND_SECONDS / once))
-    end
-    collectgarbage()
-    collectgarbage()
-    local heap = collectgarbage("count")
-    local rates = {}
-    for r = 1, ROUNDS do
-        local start = now()
-        for k = 1, calls do
-            fn(texts[(k - 1) % n + 1])
+    return now() - start
+end
+
+-- Times the libraries `fns` (name -> function of one text) side by side:
+-- each is warmed up (WARMUP calls, or fewer when they take over a
+-- second: a call over a big body runs its inner loops often enough to
+-- compile) and given enough calls for a round of about ROUND_SECONDS;
+-- then ROUNDS rounds run every library once each, in an order that
+-- rotates, so a slow spell of the shared machine falls on all of them
+-- alike. Returns, per library, ops/s (median, min, max) and the Lua heap
+-- growth over its rounds in KB.
+local function measure(fns, texts)
+    local n = #texts
+    local libs, calls = {}, {}
+    for _, lib in ipairs(LIBRARIES) do
+        local fn = fns[lib]
+        if fn then
+            libs[#libs + 1] = lib
+            local warm_until = now() + WARMUP_SECONDS
+            for k = 1, math.max(WARMUP, n) do
+                fn(texts[(k - 1) % n + 1])
+                if k >= n and now() > warm_until then break end
+            end
+            -- Calls per round: doubled until they take a tenth of a round.
+            local c = n
+            while c < 2 ^ 40 do
+                local seconds = timed(fn, texts, c)
+                if seconds >= ROUND_SECONDS / 10 then
+                    c = math.max(n, math.floor(c * ROUND_SECONDS / seconds))
+                    break
+                end
+                c = c * 2
+            end
+            calls[lib] = c
         end
-        rates[r] = calls / (now() - start)
     end
-    local grown = collectgarbage("count") - heap
-    table.sort(rates)
-    return rates[(ROUNDS + 1) / 2], rates[1], rates[ROUNDS], grown
+    local rates, grown = {}, {}
+    for _, lib in ipairs(libs) do
+        rates[lib], grown[lib] = {}, 0
+    end
+    collectgarbage()
+    collectgarbage()
+    for r = 1, ROUNDS do
+        for j = 1, #libs do
+            local lib = libs[(r + j - 2) % #libs + 1]
+            local heap = collectgarbage("count")
+            local seconds = timed(fns[lib], texts, calls[lib])
+            grown[lib] = grown[lib] + collectgarbage("count") - heap
+            rates[lib][r] = calls[lib] / seconds
+        end
+    end
+    local results = {}
+    for _, lib in ipairs(libs) do
+        local list = rates[lib]
+        table.sort(list)
+        results[lib] = { list[(ROUNDS + 1) / 2], list[1], list[ROUNDS], grown[lib] }
+    end
+    return libs, results
 end
 
 local function run_scenario(scenario)
@@ -556,10 +591,14 @@ local function run_scenario(scenario)
                             scenario.name, label, lib))
                     end
                 end
-                local median, lo, hi, heap = measure(fn, texts)
-                print(table.concat({ "ROW", scenario.name, bytes, label, lib,
-                    median, lo, hi, heap, peak_rss_kb() }, "\t"))
             end
+        end
+        local libs, results = measure(fns, texts)
+        local rss = peak_rss_kb()
+        for _, lib in ipairs(libs) do
+            local median, lo, hi, heap = unpack(results[lib])
+            print(table.concat({ "ROW", scenario.name, bytes, label, lib,
+                median, lo, hi, heap, rss }, "\t"))
         end
     end
     if scenario.notes then

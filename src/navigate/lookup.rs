@@ -260,8 +260,16 @@ impl Lookup {
         want: &[u8],
         last_wins: bool,
     ) -> Option<u32> {
-        let table = self.object_table(src, index, obj, last_wins, false);
         let tree = tree(src, index);
+        let count = tree.count(obj);
+        if count as usize <= PAIRWISE_MAX {
+            // Small objects are always walked (the common case, decided
+            // here without the table machinery).
+            self.work += u64::from(count);
+            return tree.find_key(obj, want, last_wins);
+        }
+        let table = self.object_table(src, index, obj, last_wins, false);
+        let tree = self::tree(src, index);
         match table {
             Some((start, len)) => find(
                 &self.words[start + 1..start + 1 + len],

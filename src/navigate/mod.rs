@@ -159,13 +159,13 @@ impl<'a> Tree<'a> {
     }
 
     /// Whether the key at entry `key` decodes to `want`.
-    #[inline]
+    #[inline(always)]
     pub fn key_is(&self, key: u32, want: &[u8]) -> bool {
         let span = self.string_span(key);
         // Most keys differ in length from the one wanted: no bytes read.
         let len = span.end - span.start;
         if !self.has_escapes(key) {
-            return len == want.len() && &self.src[span] == want;
+            return len == want.len() && same_bytes(&self.src[span], want);
         }
         // Decoding never lengthens a string.
         len >= want.len() && unescaped_eq(&self.src[span], want)
@@ -174,14 +174,18 @@ impl<'a> Tree<'a> {
     /// The value of member `want` of the object at `obj`: the last match
     /// when `last_wins`, else the first.
     pub fn find_key(&self, obj: u32, want: &[u8], last_wins: bool) -> Option<u32> {
+        let close = self.links[obj as usize];
+        let mut key = obj + 1;
         let mut found = None;
-        for key in self.keys(obj) {
+        while key < close {
             if self.key_is(key, want) {
                 found = Some(key + 3);
                 if !last_wins {
                     break;
                 }
             }
+            // key, closing quote, colon, value, then ',' or the close.
+            key = self.skip(key + 3) + 1;
         }
         found
     }
@@ -211,6 +215,17 @@ impl<'a> Tree<'a> {
         };
         start..end
     }
+}
+
+/// `a == b` for slices of equal length, without a call to `memcmp` for
+/// the short ones keys mostly are (a call costs more than the compare).
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    debug_assert_eq!(a.len(), b.len());
+    if a.len() > 16 {
+        return a == b;
+    }
+    a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 #[cfg(test)]
