@@ -114,6 +114,27 @@ describe("encode agrees with cjson.encode", function()
         end
     end)
 
+    it("writes keys as cjson does past the key cache's bound and its option changes", function()
+        -- Keys written before are reused as written: more distinct keys
+        -- than the cache holds, keys with every escape, keys too long to
+        -- keep, each written twice around a change of `/` escaping.
+        finally(function() qjson.encode_escape_forward_slash(true) end)
+        local t = {}
+        for i = 1, 5000 do
+            t["k/" .. i .. (i % 7 == 0 and '\n"\\' or "")] = i
+        end
+        t[string.rep("long/", 20)] = true
+        for _, slash in ipairs({ true, false, true }) do
+            qjson.encode_escape_forward_slash(slash)
+            for _ = 1, 2 do
+                local got = cjson.decode(qjson.encode(t))
+                assert.same(t, got)
+                assert.equal(not slash, qjson.encode({ ["a/b"] = 1 }) == '{"a/b":1}')
+            end
+        end
+        assert.equal(cjson.encode(t), qjson.encode(t))
+    end)
+
     it("rounds numbers halfway between two 14-digit decimals to even, as cjson does", function()
         -- cjson prints with the C library's snprintf, which rounds to even;
         -- LuaJIT's own "%.14g" rounds these up.

@@ -33,6 +33,8 @@ local INSERT, APPEND = edits.INSERT, edits.APPEND
 local switch = options.switch
 local integer = options.integer
 local ffi_cast = ffi.cast
+local ffi_string = ffi.string
+local table_clear = require("table.clear")
 local ffi_istype = ffi.istype
 local type = type
 local next = next
@@ -217,14 +219,43 @@ local function put_array(t, n, depth)
     buf:put("]")
 end
 
+-- Short keys written before, as written with their colon ('"role":'):
+-- objects repeat their keys (every element of an array, every document of
+-- a stream), and a table lookup costs less than escaping the key again
+-- through the FFI. Bounded by clearing it when full (a weak table would
+-- never drop strings); cleared when the escaping of `/` changes.
+local key_cache, key_cache_count = {}, 0
+local KEY_CACHE_MAX = 4096
+local KEY_CACHE_LEN = 64
+
+-- Writes key k of a member and the colon after it.
 local function put_key(k)
     local tk = type(k)
     if tk == "string" then
+        local written = key_cache[k]
+        if written then
+            buf:put(written)
+            return
+        end
+        if #k > KEY_CACHE_LEN then
+            put_string(k)
+            buf:put(":")
+            return
+        end
+        local before = #buf
         put_string(k)
+        buf:put(":")
+        if key_cache_count >= KEY_CACHE_MAX then
+            table_clear(key_cache)
+            key_cache_count = 0
+        end
+        local p, len = buf:ref()
+        key_cache[k] = ffi_string(p + before, len - before)
+        key_cache_count = key_cache_count + 1
     elseif tk == "number" then
         buf:put('"')
         put_number(k)
-        buf:put('"')
+        buf:put('":')
     else
         fail(tk, "table key must be a number or string")
     end
@@ -262,7 +293,6 @@ local function put_table(t, depth)
     for k, v in next, t do
         if first then first = false else buf:put(",") end
         put_key(k)
-        buf:put(":")
         put_value(v, depth)
     end
     buf:put("}")
@@ -304,7 +334,6 @@ local function put_added(rec, kept, depth)
             if kept then buf:put(",") end
             kept = true
             put_key(key)
-            buf:put(":")
             put_value(v, depth)
         end
     end
@@ -540,7 +569,11 @@ end
 
 function _M.encode_escape_forward_slash(on)
     on = switch("encode_escape_forward_slash", 1, on)
-    if on ~= nil then config.escape_slash = on end
+    if on ~= nil and on ~= config.escape_slash then
+        config.escape_slash = on
+        table_clear(key_cache)
+        key_cache_count = 0
+    end
     return config.escape_slash
 end
 
