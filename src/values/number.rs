@@ -196,6 +196,9 @@ fn skip_digits(src: &[u8], mut i: usize) -> usize {
 
 /// The nearest double to a valid JSON number (±infinity past the range).
 pub fn to_f64(number: &[u8]) -> f64 {
+    if let Some(n) = exact_f64(number) {
+        return n;
+    }
     // A valid JSON number is ASCII; testing that is cheaper than a full
     // UTF-8 check and keeps any other input from reaching the str parser.
     if !number.is_ascii() {
@@ -204,6 +207,70 @@ pub fn to_f64(number: &[u8]) -> f64 {
     // SAFETY: ASCII bytes are UTF-8.
     let text = unsafe { core::str::from_utf8_unchecked(number) };
     text.parse().unwrap_or(f64::NAN)
+}
+
+/// Powers of ten that doubles hold exactly.
+const EXACT_POWERS: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// The double nearest a valid JSON number whose digits, read as one
+/// integer M, are below 2^53 and whose value is M times or over 10^k with
+/// k <= 22 (Clinger's fast path): M and 10^k are then exact doubles, and
+/// one IEEE multiply or divide rounds their exact product correctly. The
+/// numbers of API payloads (counts, ids, prices, coordinates to a few
+/// places) mostly are; `None` for the others, which take the general
+/// parser.
+fn exact_f64(number: &[u8]) -> Option<f64> {
+    let (negative, rest) = match number.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, number),
+    };
+    let mut mantissa: u64 = 0;
+    let mut digits = 0u32;
+    let mut fraction = 0i32;
+    let mut seen_point = false;
+    let mut i = 0;
+    while let Some(&b) = rest.get(i) {
+        match b {
+            b'0'..=b'9' => {
+                // 19 digits cannot overflow u64; more go to the general
+                // parser.
+                digits += 1;
+                if digits > 19 {
+                    return None;
+                }
+                mantissa = mantissa * 10 + u64::from(b - b'0');
+                fraction += i32::from(seen_point);
+            }
+            b'.' => seen_point = true,
+            _ => break,
+        }
+        i += 1;
+    }
+    let mut exponent = -fraction;
+    if let Some(&b) = rest.get(i) {
+        if b != b'e' && b != b'E' {
+            return None;
+        }
+        let e = &rest[i + 1..];
+        // Exponents of more than 4 digits are beyond the fast path.
+        if e.len() > 5 {
+            return None;
+        }
+        exponent = exponent.checked_add(parse_exponent(e) as i32)?;
+    }
+    if mantissa > 1 << 53 {
+        return None;
+    }
+    let m = mantissa as f64;
+    let value = match exponent {
+        0..=22 => m * EXACT_POWERS[exponent as usize],
+        -22..=-1 => m / EXACT_POWERS[(-exponent) as usize],
+        _ => return None,
+    };
+    Some(if negative { -value } else { value })
 }
 
 /// The exact value of a valid JSON number as an `i64`.
@@ -380,6 +447,74 @@ mod tests {
         assert_eq!(to_f64(b"1e-400"), 0.0);
         assert_eq!(to_f64(b"9007199254740993"), 9007199254740992.0);
         assert_eq!(to_f64(b"2.2250738585072011e-308"), 2.225073858507201e-308);
+    }
+
+    #[test]
+    fn the_fast_path_rounds_like_the_general_parser() {
+        let mut rng = crate::testing::Rng::new(11);
+        let digits = b"0123456789";
+        for _ in 0..300_000 {
+            let mut text = Vec::new();
+            if rng.below(2) == 0 {
+                text.push(b'-');
+            }
+            let int_len = 1 + rng.below(18);
+            text.push(if int_len == 1 {
+                rng.pick(digits)
+            } else {
+                b'1' + rng.below(9) as u8
+            });
+            for _ in 1..int_len {
+                text.push(rng.pick(digits));
+            }
+            if rng.below(2) == 0 {
+                text.push(b'.');
+                for _ in 0..1 + rng.below(12) {
+                    text.push(rng.pick(digits));
+                }
+            }
+            if rng.below(3) == 0 {
+                text.push(if rng.below(2) == 0 { b'e' } else { b'E' });
+                match rng.below(3) {
+                    0 => text.push(b'-'),
+                    1 => text.push(b'+'),
+                    _ => {}
+                }
+                for _ in 0..1 + rng.below(3) {
+                    text.push(rng.pick(digits));
+                }
+            }
+            let general: f64 = core::str::from_utf8(&text).unwrap().parse().unwrap();
+            let got = to_f64(&text);
+            assert_eq!(
+                got.to_bits(),
+                general.to_bits(),
+                "{}",
+                String::from_utf8_lossy(&text)
+            );
+        }
+        // The edges of the fast path: 2^53 and one past, 10^22 and 10^23.
+        for text in [
+            "9007199254740992",
+            "9007199254740993",
+            "-9007199254740993e-3",
+            "1e22",
+            "1e23",
+            "123e-22",
+            "123e-23",
+            "-0.0",
+            "0e5",
+            "4.35",
+            "1234567890123456789",
+            "12345678901234567890",
+        ] {
+            let general: f64 = text.parse().unwrap();
+            assert_eq!(
+                to_f64(text.as_bytes()).to_bits(),
+                general.to_bits(),
+                "{text}"
+            );
+        }
     }
 
     #[test]
