@@ -440,6 +440,21 @@ describe("JIT compilation of the getters", function()
         assert.same({ ITERATIONS, "user", true }, { t.model, t.messages[1].role, t.x_gateway })
     end)
 
+    it("encode of plain tables, keys from the key cache", function()
+        local plain = qjson.decode(CHAT, { lazy = false })
+        local want = qjson.encode(plain)
+        local bad = 0
+        assert_no_nyi(function()
+            for i = 1, ITERATIONS do
+                plain.model = i
+                if #qjson.encode(plain) ~= #want - #"gpt-4o" - 2 + #tostring(i) then
+                    bad = bad + 1
+                end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
     it("the checker itself notices an NYI", function()
         -- string.dump is NYI in every LuaJIT 2.1, aborting or stitching.
         local result = trace(function()
