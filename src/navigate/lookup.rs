@@ -53,7 +53,15 @@ use crate::validate::duplicates::{KeyTable, PAIRWISE_MAX, decoded, find, same_ke
 pub const NEAR: u32 = 16;
 
 /// How many times a large object is walked before it gets a table.
-pub const WALKS: u32 = 3;
+///
+/// Building a table hashes every key (keyed SipHash) where a walk mostly
+/// compares lengths, so a table costs several walks: an object is walked
+/// up to 8 times first, and a handler that reads a handful of keys of each
+/// object of a list (an API list's `title`, `user.login`, `labels`,
+/// `number`) builds none. (At 3, reading those four keys of each of 300
+/// GitHub-issue objects spent 44% of its time building tables read once:
+/// `qjson.parse` plus the reads of github-100k took half the time more.)
+pub const WALKS: u32 = 8;
 
 /// How many read positions are remembered: enough for a loop that reads
 /// arrays nested a few levels deep in step.
