@@ -98,6 +98,37 @@ describe("eager decode through the Lua C API", function()
                          select(2, pcall(qjson.parse, dup, { duplicate_keys = "error" })))
     end)
 
+    it("reads a text longer than its window as the FFI builder does, errors as parse", function()
+        -- 64 KB windows (src/eager): strings, escapes and numbers cut
+        -- across their ends, and errors in a later window than the first.
+        local parts = {}
+        for i = 1, 6000 do
+            parts[i] = ('{"k\\u00e9%d":[%d.5e-1,"\\"x\\u00e9 %s",true,null],"e":[]}')
+                :format(i, i, string.rep("y", i % 97))
+        end
+        local text = "[" .. table.concat(parts, ",") .. "]"
+        assert.is_true(#text > 4 * 65536)
+        assert(same(qjson.decode(text, EAGER), via_ffi(text)))
+        local function same_error(s, opts)
+            local ok_parse, parse_err = pcall(qjson.parse, s, opts)
+            local eager_opts = { lazy = false }
+            for k, v in pairs(opts or {}) do eager_opts[k] = v end
+            local ok_eager, eager_err = pcall(qjson.decode, s, eager_opts)
+            assert.is_false(ok_parse)
+            assert.is_false(ok_eager)
+            assert.equal(parse_err, eager_err)
+        end
+        local n = #text
+        same_error(text:sub(1, n - 1))                              -- unclosed root
+        local comma = text:find("},", 200000, true) + 1               -- in the fourth window
+        same_error(text:sub(1, comma) .. "x" .. text:sub(comma + 1))
+        -- A grammar error in the first window, bad UTF-8 in the third:
+        -- parse reports stage 1's error, and so does eager decode.
+        same_error(text:sub(1, 3) .. "]" .. text:sub(4, 150000) .. "\255" .. text:sub(150001))
+        same_error(text:sub(1, n - 1) .. ',{"a":1,"a":2}]', { duplicate_keys = "error" })
+        assert.equal(2, qjson.decode(text:sub(1, n - 1) .. ',{"a":1,"a":2}]', EAGER)[6001].a)
+    end)
+
     it("leaves nesting deeper than the Lua stack to the FFI builder", function()
         local deep = nested(20000)
         assert.is_nil(select(2, c_decode(deep, 100000, 0, qjson.null, qjson.empty_array_mt)))
