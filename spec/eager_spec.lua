@@ -98,9 +98,9 @@ describe("eager decode through the Lua C API", function()
                          select(2, pcall(qjson.parse, dup, { duplicate_keys = "error" })))
     end)
 
-    it("reads a text longer than its window as the FFI builder does, errors as parse", function()
-        -- 64 KB windows (src/eager): strings, escapes and numbers cut
-        -- across their ends, and errors in a later window than the first.
+    it("reads long texts and containers as the FFI builder does, errors as parse", function()
+        -- Containers longer than a chunk of 64 values (src/eager), keys
+        -- repeated across chunks, errors far into the text.
         local parts = {}
         for i = 1, 6000 do
             parts[i] = ('{"k\\u00e9%d":[%d.5e-1,"\\"x\\u00e9 %s",true,null],"e":[]}')
@@ -120,10 +120,10 @@ describe("eager decode through the Lua C API", function()
         end
         local n = #text
         same_error(text:sub(1, n - 1))                              -- unclosed root
-        local comma = text:find("},", 200000, true) + 1               -- in the fourth window
+        local comma = text:find("},", 200000, true) + 1               -- far in
         same_error(text:sub(1, comma) .. "x" .. text:sub(comma + 1))
-        -- A grammar error in the first window, bad UTF-8 in the third:
-        -- parse reports stage 1's error, and so does eager decode.
+        -- A grammar error near the start, bad UTF-8 later: parse reports
+        -- stage 1's error, and so does eager decode.
         same_error(text:sub(1, 3) .. "]" .. text:sub(4, 150000) .. "\255" .. text:sub(150001))
         same_error(text:sub(1, n - 1) .. ',{"a":1,"a":2}]', { duplicate_keys = "error" })
         assert.equal(2, qjson.decode(text:sub(1, n - 1) .. ',{"a":1,"a":2}]', EAGER)[6001].a)
@@ -131,7 +131,10 @@ describe("eager decode through the Lua C API", function()
 
     it("leaves nesting deeper than the Lua stack to the FFI builder", function()
         local deep = nested(20000)
-        assert.is_nil(select(2, c_decode(deep, 100000, 0, qjson.null, qjson.empty_array_mt)))
+        local function native(s)
+            return c_decode(s, 100000, 0, qjson.null, qjson.empty_array_mt)
+        end
+        assert.is_nil(select(2, native(deep)))
         local t = qjson.decode(deep, { lazy = false, max_depth = 100000 })
         local depth = 0
         while type(t) == "table" do
@@ -139,7 +142,7 @@ describe("eager decode through the Lua C API", function()
         end
         assert.same({ 20000, 1 }, { depth, t })
         -- Within the stack it builds the whole thing itself.
-        assert.is_table(c_decode(nested(3000), 100000, 0, qjson.null, qjson.empty_array_mt))
+        assert.is_table(native(nested(3000)))
     end)
 
     it("survives finalizers that decode while it builds", function()

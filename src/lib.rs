@@ -13,7 +13,7 @@
 //! | values | [`values`] | cursor → unescaped string, exact `i64`, correctly rounded `f64` |
 //! | document | [`document`] | owns one text's index and scratch; pooled for reuse |
 //! | escape | [`escape`] | Lua string → JSON string contents, escaped like lua-cjson (for `qjson.encode`) |
-//! | eager | [`eager`] | bytes → values handed to a sink in document order: stage 1 per window of the text and a walk that validates as it goes (eager decode) |
+//! | eager | [`eager`] | bytes → values handed to a sink in document order, in one walk over the bytes that validates as it goes (eager decode) |
 //! | Lua API | [`lua_api`] | eager decode's values → Lua tables built with the Lua C API, the API found at run time |
 //! | errors | [`error`] | one code enum (mirrored in `include/qjson.h`) and its messages |
 //!

@@ -18,18 +18,26 @@ enum V {
     Obj(Vec<(Vec<u8>, V)>),
 }
 
-/// A sink that builds [`V`]s and checks what it is told: slots in order,
-/// counts, and every size hint (when given) equal to the final count.
+/// What is on a [`Builder`]'s stack.
+#[derive(Debug)]
+enum Entry {
+    Key(Vec<u8>),
+    Value(V),
+    /// A container's slot: nothing yet, or its table so far and the size
+    /// it was made for.
+    Slot(Option<(V, u32)>),
+}
+
+/// A [`Stack`] of [`V`]s that checks what it is told: chunks taken by the
+/// right container, counts, sizes, `distinct` only when true.
 #[derive(Default)]
 struct Builder {
     strict: bool,
-    /// Open containers: the value, its hint, a key waiting for its value.
-    open: Vec<(V, u32, Option<Vec<u8>>)>,
-    root: Option<V>,
-    /// Containers opened, and those opened without a hint.
-    opened: usize,
-    no_size: usize,
-    /// Give up past this depth.
+    items: Vec<Entry>,
+    /// Tables made, and those made for a size other than their final one.
+    made: usize,
+    resized: usize,
+    /// Give up past this many open slots.
     give_up_at: usize,
 }
 
@@ -42,73 +50,115 @@ impl Builder {
         }
     }
 
-    fn place(&mut self, v: V, slot: Slot) -> Flow {
-        match (slot, self.open.last_mut()) {
-            (Slot::Root, None) => {
-                assert!(self.root.is_none());
-                self.root = Some(v);
-            }
-            (Slot::Element(n), Some((V::Arr(items), _, None))) => {
-                assert_eq!(n as usize, items.len() + 1);
-                items.push(v);
-            }
-            (Slot::Member, Some((V::Obj(members), _, key))) => {
-                let key = key.take().expect("a key before the value");
-                if self.strict && members.iter().any(|(k, _)| *k == key) {
-                    return Err(Stop::Invalid);
-                }
-                members.push((key, v));
-            }
-            (slot, top) => panic!("value for {slot:?} placed in {top:?}"),
-        }
+    fn push(&mut self, v: V) -> Flow {
+        self.items.push(Entry::Value(v));
         Ok(())
     }
 }
 
-impl Sink for Builder {
-    fn open(&mut self, object: bool, hint: u32) -> Flow {
-        if self.open.len() >= self.give_up_at {
+impl Stack for Builder {
+    fn key(&mut self, key: &[u8]) -> Flow {
+        self.items.push(Entry::Key(key.to_vec()));
+        Ok(())
+    }
+    fn string(&mut self, s: &[u8]) -> Flow {
+        self.push(V::Str(s.to_vec()))
+    }
+    fn number(&mut self, n: f64) -> Flow {
+        self.push(V::Num(n.to_bits()))
+    }
+    fn boolean(&mut self, b: bool) -> Flow {
+        self.push(V::Bool(b))
+    }
+    fn null(&mut self) -> Flow {
+        self.push(V::Null)
+    }
+    fn open(&mut self) -> Flow {
+        let open = self
+            .items
+            .iter()
+            .filter(|i| matches!(i, Entry::Slot(_)))
+            .count();
+        if open >= self.give_up_at {
             return Err(Stop::GiveUp);
         }
-        self.opened += 1;
-        self.no_size += usize::from(hint == 0);
-        let v = if object {
-            V::Obj(vec![])
+        self.items.push(Entry::Slot(None));
+        Ok(())
+    }
+    fn store(
+        &mut self,
+        object: bool,
+        stored: u32,
+        pending: u32,
+        distinct: bool,
+        last: bool,
+    ) -> Flow {
+        let per = if object { 2 } else { 1 };
+        let from = self.items.len() - per * pending as usize;
+        let taken = self.items.split_off(from);
+        let Some(Entry::Slot(slot)) = self.items.last_mut() else {
+            panic!("no slot below {taken:?}");
+        };
+        let (mut table, size) = match slot.take() {
+            None => {
+                assert_eq!(stored, 0);
+                self.made += 1;
+                let v = if object {
+                    V::Obj(vec![])
+                } else {
+                    V::Arr(vec![])
+                };
+                (v, if last { pending } else { 2 * pending })
+            }
+            Some(t) => t,
+        };
+        match &mut table {
+            V::Arr(items) => {
+                assert!(!object);
+                assert_eq!(items.len(), stored as usize);
+                for item in taken {
+                    let Entry::Value(v) = item else {
+                        panic!("not a value: {item:?}")
+                    };
+                    items.push(v);
+                }
+            }
+            V::Obj(members) => {
+                assert!(object);
+                assert_eq!(members.len(), stored as usize);
+                let chunk_from = members.len();
+                let mut taken = taken.into_iter();
+                while let (Some(Entry::Key(k)), Some(Entry::Value(v))) =
+                    (taken.next(), taken.next())
+                {
+                    if distinct {
+                        assert!(
+                            members[chunk_from..].iter().all(|(m, _)| *m != k),
+                            "{k:?} repeats"
+                        );
+                    }
+                    if self.strict && members.iter().any(|(m, _)| *m == k) {
+                        return Err(Stop::Invalid);
+                    }
+                    members.push((k, v));
+                }
+                assert_eq!(members.len(), (stored + pending) as usize);
+            }
+            v => panic!("slot holds {v:?}"),
+        }
+        if last {
+            let len = match &table {
+                V::Arr(a) => a.len(),
+                V::Obj(m) => m.len(),
+                _ => unreachable!(),
+            };
+            self.resized += usize::from(len as u32 != size);
+            self.items.pop();
+            self.items.push(Entry::Value(table));
         } else {
-            V::Arr(vec![])
-        };
-        self.open.push((v, hint, None));
+            *self.items.last_mut().expect("the slot") = Entry::Slot(Some((table, size)));
+        }
         Ok(())
-    }
-    fn close(&mut self, object: bool, count: u32, slot: Slot) -> Flow {
-        let (v, hint, key) = self.open.pop().expect("an open container");
-        assert!(key.is_none());
-        let len = match &v {
-            V::Obj(m) if object => m.len(),
-            V::Arr(a) if !object => a.len(),
-            _ => panic!("closed {v:?} as object: {object}"),
-        };
-        assert_eq!(count as usize, len);
-        assert!(hint == 0 || hint == count, "hint {hint} for {count}");
-        self.place(v, slot)
-    }
-    fn key(&mut self, key: &[u8]) -> Flow {
-        let top = self.open.last_mut().expect("an object");
-        assert!(matches!(top.0, V::Obj(_)) && top.2.is_none());
-        top.2 = Some(key.to_vec());
-        Ok(())
-    }
-    fn string(&mut self, s: &[u8], slot: Slot) -> Flow {
-        self.place(V::Str(s.to_vec()), slot)
-    }
-    fn number(&mut self, n: f64, slot: Slot) -> Flow {
-        self.place(V::Num(n.to_bits()), slot)
-    }
-    fn boolean(&mut self, b: bool, slot: Slot) -> Flow {
-        self.place(V::Bool(b), slot)
-    }
-    fn null(&mut self, slot: Slot) -> Flow {
-        self.place(V::Null, slot)
     }
 }
 
@@ -146,35 +196,34 @@ fn reference(text: &[u8], opts: &Options) -> Option<V> {
     Some(from_tape(&mut items.iter()))
 }
 
-/// Decodes `text` with windows of `window` bytes; the value, or None when
-/// invalid. Also returns the containers opened and those without a hint.
-fn eager(text: &[u8], opts: &Options, window: usize) -> (Option<V>, usize, usize) {
+/// Decodes `text`: the value, or None when invalid; and the tables made
+/// and those made for another size than their final one.
+fn eager(text: &[u8], opts: &Options) -> (Option<V>, usize, usize) {
     let mut b = Builder::new(opts.duplicate_keys == DuplicateKeys::Error);
     let mut scratch = Scratch::default();
-    match decode(text, opts, window, &mut scratch, &mut b) {
+    match decode(text, opts, &mut scratch, &mut b) {
         Outcome::Done => {
-            assert!(b.open.is_empty());
-            (Some(b.root.expect("a root value")), b.opened, b.no_size)
+            assert_eq!(b.items.len(), 1, "{:?}", b.items);
+            let Some(Entry::Value(v)) = b.items.pop() else {
+                panic!("no value")
+            };
+            (Some(v), b.made, b.resized)
         }
-        Outcome::Invalid => (None, b.opened, b.no_size),
+        Outcome::Invalid => (None, b.made, b.resized),
         Outcome::GiveUp => panic!("gave up"),
     }
 }
 
-const WINDOWS: [usize; 6] = [64, 65, 100, 127, 1000, WINDOW];
-
-/// Holds eager decode to `Document` on `text` for every window size;
-/// returns whether the text is valid.
+/// Holds eager decode to `Document` on `text`; returns whether the text
+/// is valid.
 fn agrees(text: &[u8], opts: &Options) -> bool {
     let want = reference(text, opts);
-    for window in WINDOWS {
-        let (got, _, _) = eager(text, opts, window);
-        assert!(
-            got == want,
-            "window {window}, {opts:?}: {:?}\n got {got:?}\nwant {want:?}",
-            String::from_utf8_lossy(text)
-        );
-    }
+    let (got, _, _) = eager(text, opts);
+    assert!(
+        got == want,
+        "{opts:?}: {:?}\n got {got:?}\nwant {want:?}",
+        String::from_utf8_lossy(text)
+    );
     want.is_some()
 }
 
@@ -196,8 +245,10 @@ fn decodes_what_the_tape_describes() {
         "[true,false,null,0,-0,1e400,-1e400,0.1,123456789012345678901234567890]",
         "7",
         "  null  ",
+        "-0",
+        "[-12345678901234567, 0.5, 1E2, 100000000000000000000]",
     ] {
-        agrees(text.as_bytes(), &Options::default());
+        assert!(agrees(text.as_bytes(), &Options::default()), "{text}");
     }
 }
 
@@ -238,14 +289,28 @@ fn rejects_what_validation_rejects() {
         r#"{"a":1}}"#,
         "[}",
         "{]",
+        "\"\\",
+        "[1,\x0c2]",
     ] {
-        for window in WINDOWS {
-            let (got, _, _) = eager(text.as_bytes(), &Options::default(), window);
-            assert_eq!(got, None, "{text:?}");
-        }
-        assert!(reference(text.as_bytes(), &Options::default()).is_none());
+        assert_eq!(
+            eager(text.as_bytes(), &Options::default()).0,
+            None,
+            "{text:?}"
+        );
+        assert!(
+            reference(text.as_bytes(), &Options::default()).is_none(),
+            "{text:?}"
+        );
     }
-    assert_eq!(eager(&[b' ', 0xff, b'1'], &Options::default(), 64).0, None);
+    for bad in [
+        &b" \xff1"[..],
+        b"\"\xc3\"",
+        b"[\"\xed\xa0\x80\"]",
+        b"\"\\\xc3\xa9\"",
+    ] {
+        assert_eq!(eager(bad, &Options::default()).0, None);
+        assert!(reference(bad, &Options::default()).is_none());
+    }
 }
 
 #[test]
@@ -279,7 +344,7 @@ fn depth_and_duplicate_keys_follow_the_options() {
 fn agrees_with_validation_on_generated_and_mutated_texts() {
     let mut rng = Rng::new(0xea9e);
     let mut valid = [0; 4];
-    for round in 0..6000 {
+    for round in 0..20_000 {
         let doc = random_json(&mut rng, 5);
         let text = match round % 4 {
             0 => doc,
@@ -299,15 +364,13 @@ fn agrees_with_validation_on_generated_and_mutated_texts() {
     // Generated texts are valid (but for the depth limit), mutated ones
     // about half the time, random ones rarely.
     assert!(
-        valid[0] > 1000 && (300..1200).contains(&valid[1]),
+        valid[0] > 3000 && (1000..4000).contains(&valid[1]),
         "{valid:?}"
     );
 }
 
 #[test]
-fn windows_cut_between_every_pair_of_bytes() {
-    // Long strings, escapes, multi-byte characters and numbers laid so
-    // that every window of 64 to 200 bytes ends somewhere new.
+fn a_text_broken_at_every_offset_is_refused_as_validation_refuses_it() {
     let mut rng = Rng::new(7);
     let mut text = b"[".to_vec();
     for k in 0..60 {
@@ -322,53 +385,56 @@ fn windows_cut_between_every_pair_of_bytes() {
         }
     }
     text.push(b']');
-    let want = reference(&text, &Options::default());
-    assert!(want.is_some());
-    for window in 64..200 {
-        assert_eq!(
-            eager(&text, &Options::default(), window).0,
-            want,
-            "window {window}"
-        );
-    }
-    // Broken at every position: never accepted where validation refuses.
-    for at in (0..text.len()).step_by(7) {
-        let mut bad = text.clone();
-        bad.insert(at, b'\x01');
-        let want = reference(&bad, &Options::default());
-        for window in [64, 77, 128] {
-            assert_eq!(eager(&bad, &Options::default(), window).0, want, "at {at}");
+    assert!(agrees(&text, &Options::default()));
+    for at in 0..text.len() {
+        for byte in [b'\x01', b'"', b'\\', b'}', 0xc3] {
+            let mut bad = text.clone();
+            bad.insert(at, byte);
+            agrees(&bad, &Options::default());
         }
+        agrees(&text[..at], &Options::default());
     }
 }
 
 #[test]
-fn long_strings_and_whitespace_grow_the_window() {
-    let long = format!("[\"{}\",{}1]", "x".repeat(5000), " ".repeat(3000));
-    agrees(long.as_bytes(), &Options::default());
-    agrees(
-        format!("\"{}\"", "y".repeat(3000)).as_bytes(),
-        &Options::default(),
-    );
-    agrees(
-        format!("{}7{}", " ".repeat(1000), " ".repeat(1000)).as_bytes(),
-        &Options::default(),
-    );
+fn long_containers_are_stored_in_chunks() {
+    let mut rng = Rng::new(11);
+    for n in [63, 64, 65, 127, 128, 129, 1000] {
+        let array = format!(
+            "[{}]",
+            (0..n).map(|k| k.to_string()).collect::<Vec<_>>().join(",")
+        );
+        let (v, made, resized) = eager(array.as_bytes(), &Options::default());
+        assert_eq!(v, reference(array.as_bytes(), &Options::default()));
+        // Made for its size in one chunk, for two chunks at the first.
+        let size = if n > CHUNK as usize {
+            2 * CHUNK as usize
+        } else {
+            n
+        };
+        assert_eq!((made, resized), (1, usize::from(n != size)), "{n}");
+        // Objects, with keys repeated across and within chunks.
+        let members: Vec<String> = (0..n)
+            .map(|k| {
+                let key = if rng.one_in(8) { rng.below(n) } else { k };
+                format!("\"k{key}\":{k}")
+            })
+            .collect();
+        let object = format!("{{{}}}", members.join(","));
+        agrees(object.as_bytes(), &Options::default());
+        agrees(object.as_bytes(), &strict());
+        let nested = format!("[{}]", [object.as_str(); 3].join(","));
+        agrees(nested.as_bytes(), &Options::default());
+    }
 }
 
 #[test]
-fn containers_inside_a_window_get_their_size() {
-    let text = format!("[{}{{\"a\":1}}]", "{\"a\":1},".repeat(5000));
-    let (v, opened, no_size) = eager(text.as_bytes(), &Options::default(), 1024);
+fn every_container_of_a_chunk_is_made_at_its_size() {
+    let text = format!("[{}{{\"a\":1}}]", "{\"a\":1,\"b\":[1,2]},".repeat(5000));
+    let (v, made, resized) = eager(text.as_bytes(), &Options::default());
     assert!(v.is_some());
-    assert_eq!(opened, 5002);
-    // The root, and an object cut at most once per window.
-    assert!(
-        no_size < 2 + 2 * text.len() / 1024,
-        "{no_size} without a size"
-    );
-    let (_, opened, no_size) = eager(text.as_bytes(), &Options::default(), WINDOW);
-    assert_eq!((opened, no_size), (5002, 0));
+    // The root alone is longer than a chunk.
+    assert_eq!((made, resized), (10002, 1));
 }
 
 #[test]
@@ -376,25 +442,8 @@ fn a_sink_may_give_up() {
     let mut b = Builder::new(false);
     b.give_up_at = 3;
     let mut scratch = Scratch::default();
-    let outcome = decode(
-        b"[[[[1]]]]",
-        &Options::default(),
-        WINDOW,
-        &mut scratch,
-        &mut b,
-    );
+    let outcome = decode(b"[[[[1]]]]", &Options::default(), &mut scratch, &mut b);
     assert_eq!(outcome, Outcome::GiveUp);
-}
-
-#[test]
-fn stage1_keeps_the_entries_before_an_unterminated_string() {
-    // scan_window relies on it to cut before a string a window ends in
-    // (and scans again without it otherwise).
-    let mut index = Index::default();
-    let err = scan::scan(br#"{"a": [1, "bc"], "d": "ef"#, &mut index).unwrap_err();
-    assert_eq!(err.code, ErrorCode::UnterminatedString);
-    assert_eq!(index.positions.last(), Some(&(err.offset as u32)));
-    assert_eq!(index.positions.len(), 15);
 }
 
 #[test]
@@ -439,6 +488,9 @@ fn number_values_are_the_parsers() {
             "{}",
             String::from_utf8_lossy(s)
         );
+        // And through the walk, which reads short integers itself.
+        let (v, _, _) = eager(s, &Options::default());
+        assert_eq!(v, Some(V::Num(number::to_f64(s).to_bits())));
     }
     for s in [
         "0",

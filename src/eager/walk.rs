@@ -1,280 +1,451 @@
-//! The grammar walk of eager decode: stage 2 over one window's entries at
-//! a time, handing each value to the sink as it completes.
+//! The walk of eager decode: the grammar of [`crate::validate`] and the
+//! string checks of stage 1, read straight from the bytes, each value
+//! handed to the [`Stack`] as it completes.
 //!
-//! The grammar is [`crate::validate`]'s, checked with the same pieces
-//! (number spellings with [`number::number_end`], literals, escapes with
-//! `validate::escapes`, the same depth rule), but the walk is a state
-//! machine over single entries, so that it can stop at the end of a
-//! window and go on with the next: the state between two entries is what
-//! is expected next and the open containers. A string is its two entries,
-//! always in the same window (a cut is never inside a string).
+//! What stage 1 checks over every byte is checked where it can matter:
+//! inside strings, raw control bytes and UTF-8 (a string with a byte of
+//! 0x80 or more is checked as a whole); outside strings any byte that is
+//! not whitespace, structure or the start of a number or literal fails
+//! the grammar, as its stage-1 entry (a scalar start) would. Escapes go
+//! through validation's own check (`validate::escapes`), given the
+//! offsets of the string's escaped bytes as stage 1 would list them;
+//! numbers and literals through its number and literal checks. Strings
+//! are searched 16 bytes at a time (SSE2 on x86-64, which every x86-64
+//! CPU has; eight bytes in a `u64` elsewhere), whitespace runs eight
+//! spaces at a time.
 //!
-//! It only says whether the text is valid; `Document` names the error
-//! (see the module docs of [`super`]). Code here runs between calls into
-//! the sink, which may be Lua's API, so it must not panic: slices are read
-//! with `get`, and the functions it calls only read within the text.
+//! Bytes are read with `get`, a read past the text giving 0, which
+//! nothing accepts; so nothing here can panic or read outside the text:
+//! this code runs between calls into the sink (Lua's API).
 
-use super::{Flow, Sink, Slot, Stop, UNKNOWN};
-use crate::validate::{Options, ends_scalar, escapes, literal};
+use super::{CHUNK, Flow, Stack, Stop};
+use crate::validate::{ends_scalar, escapes, literal};
 use crate::values::{number, string};
 
-/// What the next entry must be.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum Expect {
-    /// A value (the root, after `:`, after `,` in an array).
-    #[default]
-    Value,
-    /// A value or `]`, just after `[`.
-    FirstValue,
-    /// A key, after `,` in an object.
-    Key,
-    /// A key or `}`, just after `{`.
-    FirstKey,
-    /// `:` after a key.
-    Colon,
-    /// `,` or the container's closing byte after a value; nothing at all
-    /// after the root value.
-    After,
-}
-
-/// An open container that is not the innermost one.
+/// An open container that is not the innermost one (see the locals of
+/// [`decode`], which hold the innermost).
 #[derive(Clone, Copy, Debug)]
-struct Frame {
-    /// The byte that closes it (`}`, `]`, 0 for the root).
+struct Open {
     close: u8,
-    /// Its members or elements so far.
     count: u32,
+    stored: u32,
+    keys_from: u32,
+    distinct: bool,
+    seen: u64,
 }
 
-/// The walk's state between windows, and its reusable memory.
+/// The walk's reusable memory.
 #[derive(Default, Debug)]
-pub(crate) struct State {
-    /// The parents of the innermost container.
-    frames: Vec<Frame>,
-    /// The innermost container's closing byte (0: the root, no container).
-    close: u8,
-    /// The innermost container's members or elements so far.
-    count: u32,
-    expect: Expect,
-    /// A string with escapes, decoded.
+pub(super) struct Scratch {
+    open: Vec<Open>,
+    /// The keys of the open objects' current chunks, while they are all
+    /// different: offset and length in the text.
+    keys: Vec<(u32, u32)>,
+    /// A string's escaped bytes.
+    escaped: Vec<u32>,
+    /// A string decoded.
     decoded: Vec<u8>,
 }
 
-impl State {
+impl Scratch {
     /// Bytes of heap held for the next decode.
-    pub(crate) fn retained_bytes(&self) -> usize {
-        self.frames.capacity() * size_of::<Frame>() + self.decoded.capacity()
+    pub(super) fn retained_bytes(&self) -> usize {
+        self.open.capacity() * size_of::<Open>()
+            + self.keys.capacity() * 8
+            + self.escaped.capacity() * 4
+            + self.decoded.capacity()
     }
 }
 
-/// A decode's walk over its windows.
-pub struct Walk<'s> {
-    st: &'s mut State,
-    max_depth: usize,
-}
-
-/// The slot of the next value of a container closed by `close` that has
-/// `count` values so far.
+/// Bytes of JSON whitespace.
 #[inline(always)]
-fn slot(close: u8, count: u32) -> Slot {
-    match close {
-        b']' => Slot::Element(count.wrapping_add(1)),
-        b'}' => Slot::Member,
-        _ => Slot::Root,
-    }
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\n' | b'\r' | b'\t')
 }
 
-impl<'s> Walk<'s> {
-    /// A walk from the start of a text, in `st`'s memory.
-    pub(crate) fn new(st: &'s mut State, opts: &Options) -> Walk<'s> {
-        st.frames.clear();
-        st.close = 0;
-        st.count = 0;
-        st.expect = Expect::Value;
-        Walk {
-            st,
-            max_depth: opts.max_depth as usize,
+/// The offset of the first byte at or after `i` that is not whitespace
+/// (the text's length if none is). Most values follow their separator at
+/// once; indentation is skipped eight spaces at a time.
+#[inline(always)]
+fn skip_space(src: &[u8], mut i: usize) -> usize {
+    const SPACES: u64 = u64::from_le_bytes([b' '; 8]);
+    while let Some(&b) = src.get(i) {
+        if b > b' ' || !is_space(b) {
+            break;
+        }
+        i += 1;
+        while let Some(word) = src.get(i..i + 8) {
+            if u64::from_le_bytes(word.try_into().unwrap_or_default()) != SPACES {
+                break;
+            }
+            i += 8;
         }
     }
+    i
+}
 
-    /// Whether the text may end here: the root value is complete.
-    pub(crate) fn finish(&self) -> bool {
-        self.st.expect == Expect::After && self.st.close == 0
+/// The bit of a key (no escapes) in its object's [`Open::seen`]: equal
+/// keys have the same bit.
+#[inline(always)]
+fn key_bit(key: &[u8]) -> u64 {
+    let first = key.first().copied().unwrap_or(0);
+    let last = key.last().copied().unwrap_or(0);
+    let h = (key.len() as u32)
+        .wrapping_mul(7)
+        .wrapping_add(u32::from(first).wrapping_mul(31))
+        .wrapping_add(u32::from(last).wrapping_mul(17));
+    1 << (h & 63)
+}
+
+/// Decodes `src` into `stack`; `Err(Stop::Invalid)` when the text is not
+/// valid JSON or nests deeper than `max_depth`.
+pub(super) fn decode<S: Stack>(
+    src: &[u8],
+    max_depth: usize,
+    scratch: &mut Scratch,
+    stack: &mut S,
+) -> Flow {
+    let Scratch {
+        open,
+        keys,
+        escaped,
+        decoded,
+    } = scratch;
+    open.clear();
+    keys.clear();
+    let at = |i: usize| src.get(i).copied().unwrap_or(0);
+    let skip_space = |i: usize| skip_space(src, i);
+    // The innermost container: its closing byte (0 for the root, which is
+    // no container), its values so far, how many of them are in its table,
+    // where its current chunk's keys start in `keys`, whether they are all
+    // different, and one bit per hash of each (see `key_bit`).
+    let mut close = 0u8;
+    let mut count = 0u32;
+    let mut stored = 0u32;
+    let mut keys_from = 0u32;
+    let mut distinct = true;
+    let mut seen = 0u64;
+    let mut i = 0usize;
+
+    // Reads the string whose opening quote is at `i` and calls
+    // `stack.$method` with its decoded bytes; moves `i` past it. Gives
+    // whether it had escapes.
+    macro_rules! string {
+        ($method:ident) => {{
+            let start = i + 1;
+            let Some((end, escapes_in, non_ascii)) = scan_string(src, start, escaped) else {
+                return Err(Stop::Invalid);
+            };
+            let Some(body) = src.get(start..end) else {
+                return Err(Stop::Invalid);
+            };
+            if non_ascii && core::str::from_utf8(body).is_err() {
+                return Err(Stop::Invalid);
+            }
+            if escapes_in {
+                let mut next = 0;
+                if escapes::check(src, escaped, &mut next, end as u32).is_err() {
+                    return Err(Stop::Invalid);
+                }
+                decoded.clear();
+                let offsets = escaped.iter().map(|&e| (e as usize).wrapping_sub(start));
+                string::unescape_known(body, offsets, decoded);
+                stack.$method(decoded)?;
+            } else {
+                stack.$method(body)?;
+            }
+            i = end + 1;
+            escapes_in
+        }};
     }
 
-    /// Walks the entries `positions` of `text` (its escapes `escapes`,
-    /// the sizes of its containers `sizes` in the order they open).
-    pub(crate) fn run<S: Sink>(
-        &mut self,
-        text: &[u8],
-        positions: &[u32],
-        escapes: &[u32],
-        sizes: &[u32],
-        sink: &mut S,
-    ) -> Flow {
-        let max_depth = self.max_depth;
-        let State {
-            frames,
-            close: st_close,
-            count: st_count,
-            expect: st_expect,
-            decoded,
-        } = &mut *self.st;
-        let (mut close, mut count, mut expect) = (*st_close, *st_count, *st_expect);
-        let mut next_escape = 0usize;
-        let mut escape_at = escapes.first().copied().unwrap_or(u32::MAX);
-        let mut sizes = sizes.iter();
-        let byte = |p: u32| text.get(p as usize).copied().unwrap_or(0);
-
-        // The decoded body of the string whose quotes are at `open` and
-        // `end`.
-        macro_rules! string_body {
-            ($open:expr, $end:expr) => {{
-                let (open, end) = ($open, $end);
-                let Some(body) = text.get(open as usize + 1..end as usize) else {
-                    return Err(Stop::Invalid);
-                };
-                if escape_at < end {
-                    if escapes::check(text, escapes, &mut next_escape, end).is_err() {
-                        return Err(Stop::Invalid);
-                    }
-                    escape_at = escapes.get(next_escape).copied().unwrap_or(u32::MAX);
-                    decoded.clear();
-                    string::unescape_into(body, decoded);
-                    &decoded[..]
+    // Reads `"key" :` from `i` on (after `{` or `,` and any space).
+    macro_rules! member_key {
+        () => {{
+            if at(i) != b'"' {
+                return Err(Stop::Invalid);
+            }
+            let start = i + 1;
+            let escapes_in = string!(key);
+            if distinct {
+                let key = src.get(start..i - 1).unwrap_or_default();
+                let bit = key_bit(key);
+                // A key whose bit is new differs from every key before it.
+                let repeated = seen & bit != 0
+                    && keys
+                        .get(keys_from as usize..)
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|&(at, len)| {
+                            src.get(at as usize..at as usize + len as usize) == Some(key)
+                        });
+                if escapes_in || repeated {
+                    keys.truncate(keys_from as usize);
+                    distinct = false;
                 } else {
-                    body
-                }
-            }};
-        }
-
-        // Ends the innermost container.
-        macro_rules! close_container {
-            () => {{
-                let object = close == b'}';
-                let Some(parent) = frames.pop() else {
-                    return Err(Stop::Invalid);
-                };
-                let n = count;
-                close = parent.close;
-                count = parent.count;
-                sink.close(object, n, slot(close, count))?;
-                count = count.wrapping_add(1);
-                expect = Expect::After;
-            }};
-        }
-
-        let mut i = 0usize;
-        while let Some(&p) = positions.get(i) {
-            let b = byte(p);
-            match expect {
-                Expect::After => {
-                    if b == b',' && close != 0 {
-                        expect = if close == b'}' {
-                            Expect::Key
-                        } else {
-                            Expect::Value
-                        };
-                    } else if b == close && close != 0 {
-                        close_container!();
-                    } else {
-                        return Err(Stop::Invalid);
-                    }
-                    i += 1;
-                }
-                Expect::Key | Expect::FirstKey => {
-                    if b == b'"' {
-                        let Some(&end) = positions.get(i + 1) else {
-                            return Err(Stop::Invalid);
-                        };
-                        sink.key(string_body!(p, end))?;
-                        expect = Expect::Colon;
-                        i += 2;
-                    } else if b == b'}' && expect == Expect::FirstKey {
-                        close_container!();
-                        i += 1;
-                    } else {
-                        return Err(Stop::Invalid);
-                    }
-                }
-                Expect::Colon => {
-                    if b != b':' {
-                        return Err(Stop::Invalid);
-                    }
-                    expect = Expect::Value;
-                    i += 1;
-                }
-                Expect::Value | Expect::FirstValue => {
-                    let at = slot(close, count);
-                    match b {
-                        b'"' => {
-                            let Some(&end) = positions.get(i + 1) else {
-                                return Err(Stop::Invalid);
-                            };
-                            sink.string(string_body!(p, end), at)?;
-                            i += 2;
-                        }
-                        b'-' | b'0'..=b'9' => {
-                            let start = p as usize;
-                            let value = number::number_end(text, start)
-                                .filter(|&end| ends_scalar(text, end))
-                                .and_then(|end| text.get(start..end));
-                            let Some(value) = value else {
-                                return Err(Stop::Invalid);
-                            };
-                            sink.number(number_value(value), at)?;
-                            i += 1;
-                        }
-                        b't' | b'f' | b'n' => {
-                            if !literal::is_valid(text, p as usize) {
-                                return Err(Stop::Invalid);
-                            }
-                            match b {
-                                b't' => sink.boolean(true, at)?,
-                                b'f' => sink.boolean(false, at)?,
-                                _ => sink.null(at)?,
-                            }
-                            i += 1;
-                        }
-                        b'[' | b'{' => {
-                            if frames.len() >= max_depth {
-                                return Err(Stop::Invalid);
-                            }
-                            let object = b == b'{';
-                            let hint = match sizes.next() {
-                                Some(&n) if n != UNKNOWN => n,
-                                _ => 0,
-                            };
-                            sink.open(object, hint)?;
-                            frames.push(Frame { close, count });
-                            // `{` + 2 is `}`, `[` + 2 is `]`.
-                            close = b + 2;
-                            count = 0;
-                            expect = if object {
-                                Expect::FirstKey
-                            } else {
-                                Expect::FirstValue
-                            };
-                            i += 1;
-                            continue;
-                        }
-                        b']' if expect == Expect::FirstValue => {
-                            close_container!();
-                            i += 1;
-                            continue;
-                        }
-                        _ => return Err(Stop::Invalid),
-                    }
-                    count = count.wrapping_add(1);
-                    expect = Expect::After;
+                    seen |= bit;
+                    keys.push((start as u32, key.len() as u32));
                 }
             }
-        }
-        *st_close = close;
-        *st_count = count;
-        *st_expect = expect;
-        Ok(())
+            i = skip_space(i);
+            if at(i) != b':' {
+                return Err(Stop::Invalid);
+            }
+            i += 1;
+        }};
     }
+
+    'value: loop {
+        i = skip_space(i);
+        let b = at(i);
+        match b {
+            b'"' => {
+                string!(string);
+            }
+            b'-' | b'0'..=b'9' => {
+                // Integers of up to 15 digits are exact doubles; anything
+                // else (fractions, exponents, errors) takes the general
+                // check and conversion.
+                let sign = usize::from(b == b'-');
+                let digits = i + sign;
+                let mut j = digits;
+                let mut value = 0u64;
+                while j - digits < 16 {
+                    let d = at(j).wrapping_sub(b'0');
+                    if d > 9 {
+                        break;
+                    }
+                    value = value * 10 + u64::from(d);
+                    j += 1;
+                }
+                let n = j - digits;
+                let short = (1..=15).contains(&n)
+                    && (at(digits) != b'0' || n == 1)
+                    && !matches!(at(j), b'.' | b'e' | b'E')
+                    && ends_scalar(src, j);
+                if short {
+                    let v = value as f64;
+                    stack.number(if sign == 1 { -v } else { v })?;
+                    i = j;
+                } else {
+                    let number = number::number_end(src, i)
+                        .filter(|&end| ends_scalar(src, end))
+                        .and_then(|end| Some((end, src.get(i..end)?)));
+                    let Some((end, number)) = number else {
+                        return Err(Stop::Invalid);
+                    };
+                    stack.number(number_value(number))?;
+                    i = end;
+                }
+            }
+            b't' | b'f' | b'n' => {
+                if !literal::is_valid(src, i) {
+                    return Err(Stop::Invalid);
+                }
+                match b {
+                    b't' => stack.boolean(true)?,
+                    b'f' => stack.boolean(false)?,
+                    _ => stack.null()?,
+                }
+                i += if b == b'f' { 5 } else { 4 };
+            }
+            b'[' | b'{' => {
+                if open.len() >= max_depth {
+                    return Err(Stop::Invalid);
+                }
+                stack.open()?;
+                open.push(Open {
+                    close,
+                    count,
+                    stored,
+                    keys_from,
+                    distinct,
+                    seen,
+                });
+                // `{` + 2 is `}`, `[` + 2 is `]`.
+                close = b + 2;
+                count = 0;
+                stored = 0;
+                keys_from = keys.len() as u32;
+                distinct = true;
+                seen = 0;
+                i = skip_space(i + 1);
+                if at(i) != close {
+                    if b == b'{' {
+                        member_key!();
+                    }
+                    continue 'value;
+                }
+                // Empty: closed below like any other.
+                count = u32::MAX;
+            }
+            _ => return Err(Stop::Invalid),
+        }
+        // A value ended (or an empty container is at its closing byte,
+        // with a count that the increment makes 0).
+        loop {
+            count = count.wrapping_add(1);
+            i = skip_space(i);
+            let b = at(i);
+            if i >= src.len() {
+                return if close == 0 {
+                    Ok(())
+                } else {
+                    Err(Stop::Invalid)
+                };
+            }
+            i += 1;
+            if b == b',' && close != 0 && count.wrapping_sub(stored) == CHUNK {
+                // A full chunk, with more to come, goes into the table; the
+                // next one's keys are compared afresh.
+                stack.store(close == b'}', stored, CHUNK, distinct, false)?;
+                stored = count;
+                keys.truncate(keys_from as usize);
+                distinct = true;
+                seen = 0;
+            }
+            if b == b',' {
+                if close == b']' {
+                    continue 'value;
+                }
+                if close == b'}' {
+                    i = skip_space(i);
+                    member_key!();
+                    continue 'value;
+                }
+            }
+            if b != close || close == 0 {
+                return Err(Stop::Invalid);
+            }
+            stack.store(
+                b == b'}',
+                stored,
+                count.wrapping_sub(stored),
+                distinct,
+                true,
+            )?;
+            keys.truncate(keys_from as usize);
+            let Some(parent) = open.pop() else {
+                return Err(Stop::Invalid);
+            };
+            Open {
+                close,
+                count,
+                stored,
+                keys_from,
+                distinct,
+                seen,
+            } = parent;
+        }
+    }
+}
+
+/// Finds the closing quote of the string whose body starts at `start`:
+/// returns its offset, whether the body has escapes (their escaped
+/// bytes' offsets are then in `escaped`) and whether it may have bytes of
+/// 0x80 or more (then to be checked as UTF-8); `None` at a raw control
+/// byte or at the end of the text.
+#[inline(always)]
+fn scan_string(src: &[u8], start: usize, escaped: &mut Vec<u32>) -> Option<(usize, bool, bool)> {
+    let mut i = start;
+    let mut non_ascii = false;
+    let mut escapes_in = false;
+    loop {
+        // A chunk at a time while it holds no quote, backslash or control
+        // byte.
+        while let Some(chunk) = src.get(i..i + SCAN) {
+            let (special, high) = specials(chunk);
+            non_ascii |= high;
+            if special != 0 {
+                i += special.trailing_zeros() as usize;
+                break;
+            }
+            i += SCAN;
+        }
+        match *src.get(i)? {
+            b'"' => return Some((i, escapes_in, non_ascii)),
+            b'\\' => {
+                if !escapes_in {
+                    escapes_in = true;
+                    escaped.clear();
+                }
+                escaped.push((i + 1) as u32);
+                i += 2;
+            }
+            0..=0x1f => return None,
+            0x80.. => {
+                non_ascii = true;
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+}
+
+/// Bytes [`specials`] looks at once.
+#[cfg(target_arch = "x86_64")]
+const SCAN: usize = 16;
+#[cfg(not(target_arch = "x86_64"))]
+const SCAN: usize = 8;
+
+/// For `SCAN` bytes: a mask with bit `k` set when byte `k` is `"`, `\`
+/// or below 0x20, and whether any byte is above 0x7F. SSE2 (part of every
+/// x86-64 CPU, so no detection is needed): three compares, two masks.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn specials(chunk: &[u8]) -> (u32, bool) {
+    use core::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    if chunk.len() < SCAN {
+        return (1, false);
+    }
+    // SAFETY: SSE2 is part of every x86-64 target; the unaligned load
+    // reads the chunk's 16 bytes (just checked).
+    let (quote_or_backslash, below_0x20_signed, high) = unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast());
+        let qb = _mm_or_si128(
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
+        );
+        // Signed, bytes above 0x7F are below 0x20 too: masked out below.
+        let lt = _mm_cmplt_epi8(v, _mm_set1_epi8(0x20));
+        (
+            _mm_movemask_epi8(qb) as u32,
+            _mm_movemask_epi8(lt) as u32,
+            _mm_movemask_epi8(v) as u32,
+        )
+    };
+    (quote_or_backslash | (below_0x20_signed & !high), high != 0)
+}
+
+/// [`specials`] eight bytes at a time in a `u64` word. Borrows only carry
+/// upwards, so the lowest flagged byte is always a true one (bytes above
+/// it may be flagged falsely, which only ends the fast loop there).
+#[cfg(any(not(target_arch = "x86_64"), test))]
+#[inline(always)]
+fn specials_by_word(chunk: &[u8]) -> (u32, bool) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let Some(word) = chunk.get(..8) else {
+        return (1, false);
+    };
+    let w = u64::from_le_bytes(word.try_into().unwrap_or_default());
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v;
+    let quote = has_zero(w ^ (ONES * u64::from(b'"')));
+    let backslash = has_zero(w ^ (ONES * u64::from(b'\\')));
+    let control = w.wrapping_sub(ONES * 0x20) & !w;
+    let flags = (quote | backslash | control) & HIGHS;
+    // Bit 8k + 7 becomes bit k.
+    let mask = (flags >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+    (mask as u32, w & HIGHS != 0)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn specials(chunk: &[u8]) -> (u32, bool) {
+    specials_by_word(chunk)
 }
 
 /// Powers of ten a double holds exactly.
@@ -292,7 +463,7 @@ const EXACT_POWERS: [f64; 23] = [
 /// multiplication or division rounds correctly. The rest go to the
 /// general parser.
 #[inline]
-pub(crate) fn number_value(n: &[u8]) -> f64 {
+pub(super) fn number_value(n: &[u8]) -> f64 {
     let (negative, digits) = match n.split_first() {
         Some((b'-', rest)) => (true, rest),
         _ => (false, n),
@@ -359,4 +530,40 @@ pub(crate) fn number_value(n: &[u8]) -> f64 {
         return if negative { -magnitude } else { magnitude };
     }
     number::to_f64(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Rng;
+
+    /// Both chunk scanners find the first quote, backslash or control byte
+    /// exactly, and whether any byte is above 0x7F.
+    #[test]
+    fn specials_find_the_first_special_byte() {
+        let mut rng = Rng::new(5);
+        let alphabet = b"ab \"\\\x00\x1f\x20\x7f\x80\xc3\xa9\xff~!";
+        let first = |bytes: &[u8]| {
+            bytes
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                .map_or(64, |k| k as u32)
+        };
+        let found = |special: u32| {
+            if special == 0 {
+                64
+            } else {
+                special.trailing_zeros()
+            }
+        };
+        for _ in 0..100_000 {
+            let chunk: Vec<u8> = (0..SCAN).map(|_| rng.pick(alphabet)).collect();
+            let (special, high) = specials(&chunk);
+            assert_eq!(found(special), first(&chunk), "{chunk:?}");
+            assert_eq!(high, chunk.iter().any(|&b| b > 0x7f));
+            let (special, high) = specials_by_word(&chunk[..8]);
+            assert_eq!(found(special), first(&chunk[..8]), "{chunk:?}");
+            assert_eq!(high, chunk[..8].iter().any(|&b| b > 0x7f));
+        }
+    }
 }

@@ -1,22 +1,20 @@
 //! `qjson.decode(text, { lazy = false })` through the Lua C API: the text
-//! is validated and built into Lua tables in one pass ([`crate::eager`]),
-//! the way lua-cjson builds its tables, with no per-value work on the Lua
-//! side and no intermediate copy of the document.
+//! is validated and built into Lua tables in one pass over its bytes
+//! ([`crate::eager`]), the way lua-cjson builds its tables, with no
+//! per-value work on the Lua side and no intermediate copy of the
+//! document.
 //!
 //! The same build in Lua over the FFI (lua/qjson/lazy.lua) costs a
 //! `ffi.string` and a few field loads per value and, for a small document,
-//! more in fixed costs than cjson's whole decode; this path is what makes
-//! `lazy = false` faster than cjson at every size. The FFI build stays as
+//! more in fixed costs than cjson's whole decode. The FFI build stays as
 //! the fallback for a Lua whose API cannot be found, and for documents
 //! nested deeper than the Lua stack may grow (a few thousand levels).
 //!
-//! Containers under construction live on the Lua stack: an array as its
-//! table, an object as its table and, while a member's value is being
-//! built, the member's key above it. A finished value is stored into the
-//! container below it (`rawset` / `rawseti`), so the stack holds at most
-//! two slots per open level. Tables are made at their final size when the
-//! walk knows it ([`crate::eager`]: every container that opens and closes
-//! within one window of the text).
+//! Values wait on the Lua stack above their container's slot (a nil
+//! until the container's table is made) and go into the table in chunks
+//! of [`eager::CHUNK`] and when it closes: `lua_createtable` at the final
+//! size for any container that closes within its first chunk, then
+//! `lua_rawseti` / `lua_rawset` from the top of the stack down.
 //!
 //! Invalid text: what was built is dropped (as lua-cjson does) and the
 //! text is parsed again by [`Document`](crate::document::Document) for
@@ -28,15 +26,17 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::{Api, State};
 use crate::document::pool;
-use crate::eager::{self, Flow, Outcome, Scratch, Sink, Slot, Stop};
+use crate::eager::{self, Flow, Outcome, Scratch, Stack, Stop};
 use crate::error::Error;
 use crate::validate::{DuplicateKeys, Options};
 
-/// Stack slots one more open level may need (its table, a key, a value).
-const SLOTS_PER_LEVEL: c_int = 3;
+/// Free stack slots a C function may use without asking: Lua promises
+/// LUA_MINSTACK (20) when it calls one, and nothing is pushed before the
+/// build starts.
+const ROOM_ON_ENTRY: u32 = 16;
 
-/// Levels of nesting the stack is grown for at once.
-const LEVELS_PER_CHECK: u32 = 32;
+/// Slots the stack is grown by when values fill it.
+const ROOM_PER_CHECK: u32 = 64;
 
 /// Scratch holding more than this is dropped after use, not kept.
 const MAX_KEPT_BYTES: usize = 1 << 20;
@@ -61,16 +61,17 @@ const LUA_TNIL: c_int = 0;
 
 /// Decodes the text at argument 1 into plain tables and returns the Lua
 /// results: the value; or nil and the error message ("invalid number at
-/// byte 17"); or nil alone when this path cannot build it (bad arguments,
-/// nesting deeper than the Lua stack allows), for the caller to take the
-/// FFI path instead.
+/// byte 17"); or nil alone when this path does not build it (bad
+/// arguments, nesting deeper than the Lua stack allows), for the caller
+/// to take the FFI path instead.
 ///
 /// # Safety
 /// `state` is the `lua_State` that called the `lua_CFunction` this runs
 /// in, and `api` its API.
 pub unsafe fn decode(api: &Api, state: State) -> c_int {
     let mut len = 0usize;
-    // SAFETY: a live state; index 1 exists or tolstring returns NULL.
+    // SAFETY: a live state; index 1 exists or tolstring returns NULL. (The
+    // caller passes a string: a number would be converted in place.)
     let text = unsafe { (api.tolstring)(state, TEXT, &mut len) };
     if text.is_null() {
         return give_up(api, state);
@@ -105,9 +106,9 @@ pub unsafe fn decode(api: &Api, state: State) -> c_int {
         api,
         state,
         strict: duplicate_keys == DuplicateKeys::Error,
-        levels: 0,
+        room: ROOM_ON_ENTRY,
     };
-    let outcome = eager::decode(input, &opts, eager::WINDOW, &mut scratch, &mut sink);
+    let outcome = eager::decode(input, &opts, &mut scratch, &mut sink);
     if scratch.retained_bytes() <= MAX_KEPT_BYTES {
         SPARE.with(|spare| spare.set(Some(scratch)));
     }
@@ -163,123 +164,154 @@ unsafe fn push_error(api: &Api, state: State, e: Error, input: &[u8]) -> c_int {
 /// Builds values on the Lua stack, as the module docs describe.
 struct LuaSink<'a> {
     api: &'a Api,
-    /// The state that called `decode`; every method pushes at most
-    /// `SLOTS_PER_LEVEL` slots beyond those `levels` accounts for.
+    /// The state that called `decode`.
     state: State,
     /// Whether a repeated key makes the text invalid.
     strict: bool,
-    /// More open levels the stack has been grown for.
-    levels: u32,
+    /// Free slots the stack has been grown for.
+    room: u32,
 }
 
 impl LuaSink<'_> {
-    /// Stores the value on top of the stack in `slot` of the container
-    /// below it (under the key between them, for a member), popping it
-    /// (and the key).
+    /// Makes sure of `slots` free slots.
     #[inline(always)]
-    fn place(&mut self, slot: Slot) -> Flow {
+    fn reserve(&mut self, slots: u32) -> Flow {
+        if self.room < slots {
+            let more = ROOM_PER_CHECK + slots;
+            // SAFETY: live state.
+            if unsafe { (self.api.checkstack)(self.state, more as c_int) } == 0 {
+                return Err(Stop::GiveUp);
+            }
+            self.room = more;
+        }
+        Ok(())
+    }
+
+    /// Makes room for one more value on the stack.
+    #[inline(always)]
+    fn one_more(&mut self) -> Flow {
+        self.reserve(1)?;
+        self.room -= 1;
+        Ok(())
+    }
+
+    /// Pushes the bytes `s` as a string.
+    #[inline(always)]
+    fn push_string(&mut self, s: &[u8]) -> Flow {
+        self.one_more()?;
+        // SAFETY: live state with a free slot; s is s.len() readable
+        // bytes.
+        unsafe { (self.api.pushlstring)(self.state, s.as_ptr().cast::<c_char>(), s.len()) };
+        Ok(())
+    }
+}
+
+impl Stack for LuaSink<'_> {
+    fn key(&mut self, key: &[u8]) -> Flow {
+        self.push_string(key)
+    }
+
+    fn string(&mut self, s: &[u8]) -> Flow {
+        self.push_string(s)
+    }
+
+    fn number(&mut self, n: f64) -> Flow {
+        self.one_more()?;
+        // SAFETY: live state with a free slot.
+        unsafe { (self.api.pushnumber)(self.state, n) };
+        Ok(())
+    }
+
+    fn boolean(&mut self, b: bool) -> Flow {
+        self.one_more()?;
+        // SAFETY: live state with a free slot.
+        unsafe { (self.api.pushboolean)(self.state, c_int::from(b)) };
+        Ok(())
+    }
+
+    fn null(&mut self) -> Flow {
+        self.one_more()?;
+        // SAFETY: live state with a free slot.
+        unsafe { (self.api.pushvalue)(self.state, NULL) };
+        Ok(())
+    }
+
+    fn open(&mut self) -> Flow {
+        self.one_more()?;
+        // SAFETY: live state with a free slot.
+        unsafe { (self.api.pushnil)(self.state) };
+        Ok(())
+    }
+
+    fn store(
+        &mut self,
+        object: bool,
+        stored: u32,
+        pending: u32,
+        distinct: bool,
+        last: bool,
+    ) -> Flow {
+        let per: u32 = if object { 2 } else { 1 };
+        let (Ok(slots), Ok(count), Ok(stored)) = (
+            c_int::try_from(pending * per),
+            c_int::try_from(pending),
+            c_int::try_from(stored),
+        ) else {
+            return Err(Stop::GiveUp);
+        };
+        self.reserve(3)?;
         let (api, state) = (self.api, self.state);
-        // SAFETY: the stack is [table key value] for a member, [table
-        // value] for an element, as the walk's calls leave it; the strict
-        // check pushes one slot, within SLOTS_PER_LEVEL.
+        // SAFETY: the stack is [slot v1 .. vn] with `slots` values (the
+        // walk pushed them above the container's slot); three free slots
+        // for the new table, its metatable or a key and a value, and the
+        // strict check's copy of a key.
         unsafe {
-            match slot {
-                Slot::Root => {}
-                Slot::Element(n) => {
-                    let Ok(n) = c_int::try_from(n) else {
-                        return Err(Stop::GiveUp);
-                    };
-                    (api.rawseti)(state, -2, n);
+            if stored == 0 {
+                let size = if last { count } else { 2 * count };
+                if object {
+                    (api.createtable)(state, 0, size);
+                } else {
+                    (api.createtable)(state, size, 0);
+                    if last && slots == 0 {
+                        // Empty arrays re-encode as [], as cjson's fork does.
+                        (api.pushvalue)(state, EMPTY_ARRAY_MT);
+                        (api.setmetatable)(state, -2);
+                    }
                 }
-                Slot::Member => {
+                // Into the slot, below the values and the new table.
+                (api.replace)(state, -(slots + 2));
+            }
+            // The table is at -(slots + 1); each rawseti or rawset pops the
+            // top value (or pair).
+            if !object {
+                for k in (1..=slots).rev() {
+                    (api.rawseti)(state, -(k + 1), stored + k);
+                }
+            } else if distinct && !self.strict {
+                for left in (0..slots).step_by(2).rev() {
+                    (api.rawset)(state, -(left + 3));
+                }
+            } else {
+                // In order, so that a repeated key's last value wins.
+                let table = (api.gettop)(state) - slots;
+                for key in (table + 1..table + slots).step_by(2) {
                     if self.strict {
-                        (api.pushvalue)(state, -2);
-                        (api.rawget)(state, -4);
+                        (api.pushvalue)(state, key);
+                        (api.rawget)(state, table);
                         let repeated = (api.type_)(state, -1) != LUA_TNIL;
                         (api.settop)(state, -2);
                         if repeated {
                             return Err(Stop::Invalid);
                         }
                     }
-                    (api.rawset)(state, -3);
+                    (api.pushvalue)(state, key);
+                    (api.pushvalue)(state, key + 1);
+                    (api.rawset)(state, table);
                 }
+                (api.settop)(state, table);
             }
         }
+        self.room += pending * per;
         Ok(())
-    }
-
-    /// Pushes the bytes `s` as a string.
-    #[inline(always)]
-    fn push_string(&mut self, s: &[u8]) {
-        // SAFETY: live state with a free slot (see `levels`); s is
-        // s.len() readable bytes.
-        unsafe { (self.api.pushlstring)(self.state, s.as_ptr().cast::<c_char>(), s.len()) };
-    }
-}
-
-impl Sink for LuaSink<'_> {
-    fn open(&mut self, object: bool, hint: u32) -> Flow {
-        let (api, state) = (self.api, self.state);
-        if self.levels == 0 {
-            // SAFETY: live state.
-            let grown =
-                unsafe { (api.checkstack)(state, SLOTS_PER_LEVEL * LEVELS_PER_CHECK as c_int + 1) };
-            if grown == 0 {
-                return Err(Stop::GiveUp);
-            }
-            self.levels = LEVELS_PER_CHECK;
-        }
-        self.levels -= 1;
-        let hint = c_int::try_from(hint).unwrap_or(0);
-        // SAFETY: live state with room for this level (just checked).
-        unsafe {
-            if object {
-                (api.createtable)(state, 0, hint);
-            } else {
-                (api.createtable)(state, hint, 0);
-            }
-        }
-        Ok(())
-    }
-
-    fn close(&mut self, object: bool, count: u32, slot: Slot) -> Flow {
-        self.levels += 1;
-        if !object && count == 0 {
-            // Empty arrays re-encode as [], as cjson's fork does.
-            // SAFETY: the empty table is on top; one free slot.
-            unsafe {
-                (self.api.pushvalue)(self.state, EMPTY_ARRAY_MT);
-                (self.api.setmetatable)(self.state, -2);
-            }
-        }
-        self.place(slot)
-    }
-
-    fn key(&mut self, key: &[u8]) -> Flow {
-        self.push_string(key);
-        Ok(())
-    }
-
-    fn string(&mut self, s: &[u8], slot: Slot) -> Flow {
-        self.push_string(s);
-        self.place(slot)
-    }
-
-    fn number(&mut self, n: f64, slot: Slot) -> Flow {
-        // SAFETY: live state with a free slot.
-        unsafe { (self.api.pushnumber)(self.state, n) };
-        self.place(slot)
-    }
-
-    fn boolean(&mut self, b: bool, slot: Slot) -> Flow {
-        // SAFETY: live state with a free slot.
-        unsafe { (self.api.pushboolean)(self.state, c_int::from(b)) };
-        self.place(slot)
-    }
-
-    fn null(&mut self, slot: Slot) -> Flow {
-        // SAFETY: live state with a free slot.
-        unsafe { (self.api.pushvalue)(self.state, NULL) };
-        self.place(slot)
     }
 }
