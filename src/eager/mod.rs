@@ -42,6 +42,7 @@
 //!
 //! [`DuplicateKeys::Error`]: crate::validate::DuplicateKeys::Error
 
+mod bytes;
 mod walk;
 
 use crate::validate::Options;

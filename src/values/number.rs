@@ -1,8 +1,10 @@
 //! Numbers: the JSON grammar, correctly rounded doubles, exact integers.
 //!
-//! `to_f64` relies on Rust's float parser, which rounds correctly (Eisel–
-//! Lemire with an exact fallback); a magnitude beyond the double range
-//! becomes ±infinity, as `strtod` and lua-cjson give. `to_i64` is exact:
+//! `to_f64` takes Clinger's fast path when the digits fit 2^53 and the
+//! decimal exponent ±22 (one exact multiplication or division), else
+//! Rust's float parser, which rounds correctly (Eisel–Lemire with an
+//! exact fallback); a magnitude beyond the double range becomes
+//! ±infinity, as `strtod` and lua-cjson give. `to_i64` is exact:
 //! it accepts any spelling of an integer (`12`, `-0`, `1.0`, `2.5e1`,
 //! `1E3`) whose value fits, and says why otherwise, without ever going
 //! through a double.
@@ -195,7 +197,12 @@ fn skip_digits(src: &[u8], mut i: usize) -> usize {
 }
 
 /// The nearest double to a valid JSON number (±infinity past the range).
+///
+/// Most numbers are decided by [`exact_f64`]; the rest by Rust's parser.
 pub fn to_f64(number: &[u8]) -> f64 {
+    if let Some(v) = exact_f64(number) {
+        return v;
+    }
     // A valid JSON number is ASCII; testing that is cheaper than a full
     // UTF-8 check and keeps any other input from reaching the str parser.
     if !number.is_ascii() {
@@ -204,6 +211,97 @@ pub fn to_f64(number: &[u8]) -> f64 {
     // SAFETY: ASCII bytes are UTF-8.
     let text = unsafe { core::str::from_utf8_unchecked(number) };
     text.parse().unwrap_or(f64::NAN)
+}
+
+/// Powers of ten a double holds exactly.
+const EXACT_POWERS: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// Clinger's fast path: the nearest double to the JSON number `n` when
+/// its digits, read as one integer, are at most 2^53 and its decimal
+/// exponent is within ±22. The integer and the power of ten are then
+/// both exact doubles, so one multiplication or division rounds
+/// correctly: the same double as the full parser's. `None` otherwise
+/// (and for anything that is not a JSON number).
+#[inline]
+fn exact_f64(n: &[u8]) -> Option<f64> {
+    let (negative, rest) = match n.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, n),
+    };
+    let mut mantissa = 0u64;
+    let mut digits = 0usize;
+    let mut scale = 0i32;
+    let mut k = 0;
+    let digit = |k: usize| {
+        rest.get(k)
+            .map(|&d| d.wrapping_sub(b'0'))
+            .filter(|&d| d <= 9)
+    };
+    while let Some(d) = digit(k) {
+        mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d));
+        digits += 1;
+        k += 1;
+    }
+    if k == 0 {
+        return None;
+    }
+    if rest.get(k) == Some(&b'.') {
+        k += 1;
+        let from = k;
+        while let Some(d) = digit(k) {
+            mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d));
+            digits += 1;
+            k += 1;
+        }
+        if k == from {
+            return None;
+        }
+        scale = -((k - from) as i32);
+    }
+    if let Some(&e) = rest.get(k) {
+        if e | 0x20 != b'e' {
+            return None;
+        }
+        k += 1;
+        let sign = match rest.get(k) {
+            Some(b'-') => {
+                k += 1;
+                -1
+            }
+            Some(b'+') => {
+                k += 1;
+                1
+            }
+            _ => 1,
+        };
+        // At most two digits: anything longer is out of range here.
+        let (Some(high), low) = (digit(k), digit(k + 1)) else {
+            return None;
+        };
+        let end = k + 1 + usize::from(low.is_some());
+        if end != rest.len() {
+            return None;
+        }
+        let exponent = match low {
+            Some(low) => i32::from(high) * 10 + i32::from(low),
+            None => i32::from(high),
+        };
+        scale += sign * exponent;
+    }
+    // At most 19 digits, so the mantissa has not wrapped.
+    if digits > 19 || mantissa > 1 << 53 || !(-22..=22).contains(&scale) {
+        return None;
+    }
+    let m = mantissa as f64;
+    let magnitude = if scale >= 0 {
+        m * EXACT_POWERS[scale as usize]
+    } else {
+        m / EXACT_POWERS[(-scale) as usize]
+    };
+    Some(if negative { -magnitude } else { magnitude })
 }
 
 /// The exact value of a valid JSON number as an `i64`.
@@ -367,6 +465,86 @@ mod tests {
             ("1x", Some(1)),
         ] {
             assert_eq!(number_end(text.as_bytes(), 0), end, "{text}");
+        }
+    }
+
+    /// Random spellings: the fast path gives the parser's double, bit
+    /// for bit, whenever it answers, and answers for most.
+    #[test]
+    fn the_exact_path_is_the_parsers() {
+        let mut rng = crate::testing::Rng::new(99);
+        let digits = |rng: &mut crate::testing::Rng, most: usize| -> String {
+            let n = 1 + rng.below(most);
+            (0..n)
+                .map(|_| char::from(b'0' + rng.below(10) as u8))
+                .collect()
+        };
+        let mut exact = 0;
+        for _ in 0..200_000 {
+            let mut s = String::new();
+            if rng.one_in(2) {
+                s.push('-');
+            }
+            let int = digits(&mut rng, 20);
+            s.push_str(if int.len() > 1 {
+                int.trim_start_matches('0')
+            } else {
+                &int
+            });
+            if s.is_empty() || s == "-" {
+                s.push('0');
+            }
+            if rng.one_in(2) {
+                s.push('.');
+                s.push_str(&digits(&mut rng, 20));
+            }
+            if rng.one_in(3) {
+                s.push(rng.pick(&['e', 'E']));
+                if rng.one_in(2) {
+                    s.push(rng.pick(&['+', '-']));
+                }
+                s.push_str(&digits(&mut rng, 3));
+            }
+            assert_eq!(number_end(s.as_bytes(), 0), Some(s.len()), "{s}");
+            let parsed: f64 = s.parse().unwrap();
+            if let Some(v) = exact_f64(s.as_bytes()) {
+                assert_eq!(v.to_bits(), parsed.to_bits(), "{s}");
+                exact += 1;
+            }
+            assert_eq!(to_f64(s.as_bytes()).to_bits(), parsed.to_bits(), "{s}");
+        }
+        assert!(exact > 50_000, "{exact}");
+        for s in [
+            "0",
+            "-0",
+            "9007199254740992",
+            "1e22",
+            "0.1",
+            "-0e5",
+            "1.5E+2",
+        ] {
+            let parsed: f64 = s.parse().unwrap();
+            assert_eq!(
+                exact_f64(s.as_bytes()).map(f64::to_bits),
+                Some(parsed.to_bits()),
+                "{s}"
+            );
+        }
+        for s in [
+            "9007199254740993",
+            "1e23",
+            "1e100",
+            "12345678901234567890",
+            "",
+            "-",
+            "1.",
+            "1e",
+            ".5",
+            "1x",
+            "1e+",
+            "0x1",
+        ] {
+            assert_eq!(exact_f64(s.as_bytes()), None, "{s}");
         }
     }
 
