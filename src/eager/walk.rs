@@ -30,7 +30,7 @@ struct Open {
     stored: u32,
     keys_from: u32,
     distinct: bool,
-    seen: u64,
+    seen: [u64; 4],
 }
 
 /// The walk's reusable memory.
@@ -38,8 +38,8 @@ struct Open {
 pub(super) struct Scratch {
     open: Vec<Open>,
     /// The keys of the open objects' current chunks, while they are all
-    /// different: offset and length in the text.
-    keys: Vec<(u32, u32)>,
+    /// different: hash, offset and length in the text.
+    keys: Vec<(u64, u32, u32)>,
     /// A string's escaped bytes.
     escaped: Vec<u32>,
     /// A string decoded.
@@ -50,23 +50,22 @@ impl Scratch {
     /// Bytes of heap held for the next decode.
     pub(super) fn retained_bytes(&self) -> usize {
         self.open.capacity() * size_of::<Open>()
-            + self.keys.capacity() * 8
+            + self.keys.capacity() * 16
             + self.escaped.capacity() * 4
             + self.decoded.capacity()
     }
 }
 
-/// The bit of a key (no escapes) in its object's [`Open::seen`]: equal
-/// keys have the same bit.
+/// A hash of a key (no escapes): equal keys hash alike. From the key's
+/// length and its first and last two bytes, mixed by one multiplication;
+/// its top eight bits pick the key's bit in its object's `seen` filter.
 #[inline(always)]
-fn key_bit(key: &[u8]) -> u64 {
-    let first = key.first().copied().unwrap_or(0);
-    let last = key.last().copied().unwrap_or(0);
-    let h = (key.len() as u32)
-        .wrapping_mul(7)
-        .wrapping_add(u32::from(first).wrapping_mul(31))
-        .wrapping_add(u32::from(last).wrapping_mul(17));
-    1 << (h & 63)
+fn key_hash(key: &[u8]) -> u64 {
+    let byte = |k: usize| u64::from(key.get(k).copied().unwrap_or(0));
+    let n = key.len();
+    let ends =
+        byte(0) | byte(1) << 8 | byte(n.wrapping_sub(2)) << 16 | byte(n.wrapping_sub(1)) << 24;
+    (ends | (n as u64) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// Decodes `src` into `stack`; `Err(Stop::Invalid)` when the text is not
@@ -96,7 +95,7 @@ pub(super) fn decode<S: Stack>(
     let mut stored = 0u32;
     let mut keys_from = 0u32;
     let mut distinct = true;
-    let mut seen = 0u64;
+    let mut seen = [0u64; 4];
     let mut i = 0usize;
 
     // Reads the string whose opening quote is at `i` and calls
@@ -141,22 +140,27 @@ pub(super) fn decode<S: Stack>(
             let escapes_in = string!(key);
             if distinct {
                 let key = src.get(start..i - 1).unwrap_or_default();
-                let bit = key_bit(key);
-                // A key whose bit is new differs from every key before it.
-                let repeated = seen & bit != 0
+                let hash = key_hash(key);
+                // The top two bits pick one of the four words (in bounds).
+                let word = &mut seen[(hash >> 62) as usize];
+                let bit = 1 << ((hash >> 56) & 63);
+                // A key whose bit is new differs from every key before it;
+                // otherwise hashes are compared, and bytes when they match.
+                let repeated = *word & bit != 0
                     && keys
                         .get(keys_from as usize..)
                         .unwrap_or_default()
                         .iter()
-                        .any(|&(at, len)| {
-                            src.get(at as usize..at as usize + len as usize) == Some(key)
+                        .any(|&(h, at, len)| {
+                            h == hash
+                                && src.get(at as usize..at as usize + len as usize) == Some(key)
                         });
                 if escapes_in || repeated {
                     keys.truncate(keys_from as usize);
                     distinct = false;
                 } else {
-                    seen |= bit;
-                    keys.push((start as u32, key.len() as u32));
+                    *word |= bit;
+                    keys.push((hash, start as u32, key.len() as u32));
                 }
             }
             i = skip_space(i);
@@ -240,7 +244,7 @@ pub(super) fn decode<S: Stack>(
                 stored = 0;
                 keys_from = keys.len() as u32;
                 distinct = true;
-                seen = 0;
+                seen = [0; 4];
                 i = skip_space(i + 1);
                 if at(i) != close {
                     if b == b'{' {
@@ -274,7 +278,7 @@ pub(super) fn decode<S: Stack>(
                 stored = count;
                 keys.truncate(keys_from as usize);
                 distinct = true;
-                seen = 0;
+                seen = [0; 4];
             }
             if b == b',' {
                 if close == b']' {
