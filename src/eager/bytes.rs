@@ -176,28 +176,32 @@ fn spaces(chunk: &[u8]) -> u32 {
     }
 }
 
-/// [`specials`] eight bytes at a time in a `u64` word. Borrows only carry
-/// upwards, so the lowest flagged byte is always a true one (bytes above
-/// it may be flagged falsely, which only ends the fast loop there).
+/// [`specials`] eight bytes at a time in a `u64` word. Exact in every
+/// byte, not only the lowest flagged one (the usual `(v - 0x01..) & !v`
+/// test lets a borrow flag the byte above a match): a string's tail is
+/// read as the text's last chunk with its first bytes shifted out, which
+/// would bring such a byte to the bottom. Each byte's low seven bits are
+/// added to a constant that carries into its own high bit only, never
+/// into the next byte.
 #[cfg(any(not(target_arch = "x86_64"), test))]
 #[inline(always)]
 fn specials_by_word(chunk: &[u8]) -> (u32, u32) {
     const ONES: u64 = 0x0101_0101_0101_0101;
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let Some(word) = chunk.get(..8) else {
         return (1, 0);
     };
     let w = u64::from_le_bytes(word.try_into().unwrap_or_default());
-    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v;
-    let quote = has_zero(w ^ (ONES * u64::from(b'"')));
-    let backslash = has_zero(w ^ (ONES * u64::from(b'\\')));
-    let control = w.wrapping_sub(ONES * 0x20) & !w;
+    // High bit set where the byte is 0.
+    let zero = |v: u64| !(((v & LOW7) + LOW7) | v) & HIGHS;
+    let quote = zero(w ^ (ONES * u64::from(b'"')));
+    let backslash = zero(w ^ (ONES * u64::from(b'\\')));
+    // A byte below 0x80 reaches 0x80 with 0x60 added from 0x20 up.
+    let control = !(((w & LOW7) + ONES * 0x60) | w) & HIGHS;
     // Bit 8k + 7 becomes bit k.
     let gather = |flags: u64| ((flags >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u32;
-    (
-        gather((quote | backslash | control) & HIGHS),
-        gather(w & HIGHS),
-    )
+    (gather(quote | backslash | control), gather(w & HIGHS))
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -253,11 +257,19 @@ mod tests {
                     .enumerate()
                     .fold(0u32, |m, (k, &b)| m | u32::from(b > 0x7f) << k)
             };
+            let special_mask = |bytes: &[u8]| {
+                bytes.iter().enumerate().fold(0u32, |m, (k, &b)| {
+                    m | u32::from(b == b'"' || b == b'\\' || b < 0x20) << k
+                })
+            };
+            // Exact in every byte: the tail of a string is read shifted.
             let (special, high) = specials(&chunk);
             assert_eq!(found(special), first(&chunk), "{chunk:?}");
+            assert_eq!(special, special_mask(&chunk), "{chunk:?}");
             assert_eq!(high, high_mask(&chunk));
             let (special, high) = specials_by_word(&chunk[..8]);
             assert_eq!(found(special), first(&chunk[..8]), "{chunk:?}");
+            assert_eq!(special, special_mask(&chunk[..8]), "{chunk:?}");
             assert_eq!(high, high_mask(&chunk[..8]));
             let ws = chunk
                 .iter()
