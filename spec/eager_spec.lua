@@ -129,6 +129,30 @@ describe("eager decode through the Lua C API", function()
         assert.equal(2, qjson.decode(text:sub(1, n - 1) .. ',{"a":1,"a":2}]', EAGER)[6001].a)
     end)
 
+    it("takes { lazy = false } alone at the defaults, and checks any other options", function()
+        -- The usual table skips the option checks (two `next` calls):
+        -- the process defaults still apply, other tables are checked.
+        finally(function()
+            qjson.decode_max_depth(1000)
+            qjson.duplicate_keys("last")
+        end)
+        qjson.decode_max_depth(2)
+        assert.has_error(function() qjson.decode("[[[1]]]", EAGER) end,
+                         "qjson: nesting too deep at byte 2")
+        assert.equal(1, qjson.decode("[[[1]]]", { lazy = false, max_depth = 3 })[1][1][1])
+        qjson.decode_max_depth(1000)
+        qjson.duplicate_keys("error")
+        assert.has_error(function() qjson.decode('{"a":1,"a":2}', EAGER) end,
+                         'qjson: duplicate key "a" at byte 7')
+        qjson.duplicate_keys("last")
+        local ok, err = pcall(qjson.decode, "[]", { lazy = false, max_dpeth = 3 })
+        assert.is_false(ok)
+        assert.matches("unknown option 'max_dpeth'", err)
+        ok, err = pcall(qjson.decode, "[]", { lazy = false, max_depth = 0 })
+        assert.is_false(ok)
+        assert.matches("max_depth must be an integer", err)
+    end)
+
     it("leaves nesting deeper than the Lua stack to the FFI builder", function()
         local deep = nested(20000)
         local function native(s)
