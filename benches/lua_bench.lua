@@ -495,6 +495,64 @@ for _, name in ipairs({ "twitter", "citm_catalog", "canada" }) do
     }
 end
 
+-- Eager decode's peak memory: peak RSS above the text while one text of
+-- PEAK_MB is decoded into plain tables, per shape and library, each in a
+-- fresh process (`lua_bench.lua --peak-memory LIB SHAPE`), as NOTE lines.
+local PEAK_MB = QUICK and 2 or 100
+local PEAK_SHAPES = { "[0,...]", '[{"a":1},...]', "twitter", "citm_catalog", "canada" }
+local PEAK_LIBS = { cjson = cjson.decode,
+                    ["qjson eager"] = function(s) return qjson.decode(s, EAGER) end }
+
+local function status_kb(field)
+    return tonumber((read_file("/proc/self/status") or ""):match(field .. ":%s*(%d+)"))
+end
+
+-- In the child: builds the text, resets the peak (Linux 4.0+), decodes,
+-- prints the text's size and the peak above the resident size before.
+local function peak_memory_child(lib, shape)
+    local unit = shape == "[0,...]" and "0," or shape == '[{"a":1},...]' and '{"a":1},'
+                 or assert(read_file(corpus_dir .. shape .. ".json"), "missing " .. shape)
+                    :gsub("%s+$", "") .. ","
+    local n = math.max(1, math.floor(PEAK_MB * 1e6 / #unit))
+    local text = "[" .. string.rep(unit, n - 1) .. unit:sub(1, -2) .. "]"
+    unit = nil -- luacheck: ignore 311
+    collectgarbage()
+    collectgarbage()
+    local f = io.open("/proc/self/clear_refs", "w")
+    local reset = f and f:write("5") and f:close()
+    local base = status_kb("VmRSS")
+    local v = PEAK_LIBS[lib](text)
+    local peak = status_kb("VmHWM")
+    assert(type(v) == "table")
+    print(string.format("PEAK\t%d\t%s", #text, reset and (peak - base) * 1024 or "-"))
+end
+
+local function eager_peak_memory()
+    local interpreter = arg[-1] or "luajit"
+    for _, shape in ipairs(PEAK_SHAPES) do
+        local per_byte = {}
+        for _, lib in ipairs({ "cjson", "qjson eager" }) do
+            local p = assert(io.popen(string.format("%s %s --peak-memory %q %q",
+                interpreter, arg[0], lib, shape)))
+            local out = p:read("*a")
+            assert(p:close(), "peak memory child failed: " .. lib .. " " .. shape)
+            local bytes, peak = out:match("PEAK\t(%d+)\t(%S+)")
+            per_byte[lib] = tonumber(peak) and tonumber(peak) / tonumber(bytes)
+        end
+        local c, q = per_byte.cjson, per_byte["qjson eager"]
+        print(string.format("NOTE\teager decode peak RSS above the text, %d MB of %-15s"
+            .. " cjson %5.2f B/B, qjson eager %5.2f B/B (%.2fx cjson)", PEAK_MB, shape .. ":",
+            c or 0 / 0, q or 0 / 0, c and q and q / c or 0 / 0))
+    end
+end
+
+scenarios[#scenarios + 1] = {
+    name = "eager peak memory",
+    texts = function() return { "" } end,
+    workloads = function() return {} end,
+    notes = eager_peak_memory,
+}
+
 local LIBRARIES = { "cjson", "simdjson", "qjson.parse", "qjson.decode", "qjson eager",
                     "qjson materialize", "qjson" }
 
@@ -846,7 +904,8 @@ local function write_report(rows, notes, doc, png, native)
         parts[#parts + 1] = "```\n" .. native_text:gsub("%s+$", "") .. "\n```"
     end
     parts[#parts + 1] = markdown_tables(rows)
-    parts[#parts + 1] = "\n### Memory per decoded document (10 000 kept alive)\n\n```\n"
+    parts[#parts + 1] = "\n### Memory per decoded document (10 000 kept alive),"
+        .. " eager decode's peak\n\n```\n"
         .. table.concat(notes, "\n") .. "\n```"
     parts[#parts + 1] = "\n" .. END
     local generated = table.concat(parts, "\n")
@@ -869,7 +928,7 @@ local function run_all(report)
     local started = now()
     local rows, notes = collect_rows()
     print_tables(rows)
-    print("\n## memory per decoded document\n" .. table.concat(notes, "\n"))
+    print("\n## memory per decoded document, eager decode's peak\n" .. table.concat(notes, "\n"))
     print(string.format("\n(%d rows in %.0f s)", #rows, now() - started))
     if report then
         write_chart(rows, report.png)
@@ -878,7 +937,10 @@ local function run_all(report)
     end
 end
 
-if arg[1] == "--report" then
+if arg[1] == "--peak-memory" then
+    peak_memory_child(arg[2], arg[3])
+    return
+elseif arg[1] == "--report" then
     run_all({ doc = assert(arg[2], "--report DOC PNG [NATIVE]"),
               png = assert(arg[3], "--report DOC PNG [NATIVE]"), native = arg[4] })
     return

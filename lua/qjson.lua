@@ -27,6 +27,7 @@ local pcall = pcall
 local type = type
 local pairs = pairs
 local ipairs = ipairs
+local next = next
 local tostring = tostring
 local math_floor = math.floor
 
@@ -155,15 +156,21 @@ local function decode(text, opts)
         if c_decode and type(text) == "string" then
             -- Built by the native side with the Lua C API; nil alone means
             -- "not this way" (nesting deeper than the Lua stack allows).
-            local R = enter()
-            local o, err = options_for(opts, "decode", R)
-            local max_depth, duplicate_keys
-            if o then
-                max_depth, duplicate_keys = o.max_depth, o.duplicate_keys
-            end
-            leave(R)
-            if not o then
-                return nil, err, MISUSE
+            -- `{ lazy = false }` alone, the usual table, is known by two
+            -- `next` calls (compiled; a `pairs` loop is a trace of its own).
+            local max_depth = default_options.max_depth
+            local duplicate_keys = default_options.duplicate_keys
+            local key = next(opts)
+            if key ~= "lazy" or next(opts, key) ~= nil then
+                local R = enter()
+                local o, err = options_for(opts, "decode", R)
+                if o then
+                    max_depth, duplicate_keys = o.max_depth, o.duplicate_keys
+                end
+                leave(R)
+                if not o then
+                    return nil, err, MISUSE
+                end
             end
             local v, message = c_decode(text, max_depth, duplicate_keys, null, empty_array_mt)
             if v ~= nil then

@@ -98,9 +98,67 @@ describe("eager decode through the Lua C API", function()
                          select(2, pcall(qjson.parse, dup, { duplicate_keys = "error" })))
     end)
 
+    it("reads long texts and containers as the FFI builder does, errors as parse", function()
+        -- Containers longer than a chunk of 64 values (src/eager), keys
+        -- repeated across chunks, errors far into the text.
+        local parts = {}
+        for i = 1, 6000 do
+            parts[i] = ('{"k\\u00e9%d":[%d.5e-1,"\\"x\\u00e9 %s",true,null],"e":[]}')
+                :format(i, i, string.rep("y", i % 97))
+        end
+        local text = "[" .. table.concat(parts, ",") .. "]"
+        assert.is_true(#text > 4 * 65536)
+        assert(same(qjson.decode(text, EAGER), via_ffi(text)))
+        local function same_error(s, opts)
+            local ok_parse, parse_err = pcall(qjson.parse, s, opts)
+            local eager_opts = { lazy = false }
+            for k, v in pairs(opts or {}) do eager_opts[k] = v end
+            local ok_eager, eager_err = pcall(qjson.decode, s, eager_opts)
+            assert.is_false(ok_parse)
+            assert.is_false(ok_eager)
+            assert.equal(parse_err, eager_err)
+        end
+        local n = #text
+        same_error(text:sub(1, n - 1))                              -- unclosed root
+        local comma = text:find("},", 200000, true) + 1               -- far in
+        same_error(text:sub(1, comma) .. "x" .. text:sub(comma + 1))
+        -- A grammar error near the start, bad UTF-8 later: parse reports
+        -- stage 1's error, and so does eager decode.
+        same_error(text:sub(1, 3) .. "]" .. text:sub(4, 150000) .. "\255" .. text:sub(150001))
+        same_error(text:sub(1, n - 1) .. ',{"a":1,"a":2}]', { duplicate_keys = "error" })
+        assert.equal(2, qjson.decode(text:sub(1, n - 1) .. ',{"a":1,"a":2}]', EAGER)[6001].a)
+    end)
+
+    it("takes { lazy = false } alone at the defaults, and checks any other options", function()
+        -- The usual table skips the option checks (two `next` calls):
+        -- the process defaults still apply, other tables are checked.
+        finally(function()
+            qjson.decode_max_depth(1000)
+            qjson.duplicate_keys("last")
+        end)
+        qjson.decode_max_depth(2)
+        assert.has_error(function() qjson.decode("[[[1]]]", EAGER) end,
+                         "qjson: nesting too deep at byte 2")
+        assert.equal(1, qjson.decode("[[[1]]]", { lazy = false, max_depth = 3 })[1][1][1])
+        qjson.decode_max_depth(1000)
+        qjson.duplicate_keys("error")
+        assert.has_error(function() qjson.decode('{"a":1,"a":2}', EAGER) end,
+                         'qjson: duplicate key "a" at byte 7')
+        qjson.duplicate_keys("last")
+        local ok, err = pcall(qjson.decode, "[]", { lazy = false, max_dpeth = 3 })
+        assert.is_false(ok)
+        assert.matches("unknown option 'max_dpeth'", err)
+        ok, err = pcall(qjson.decode, "[]", { lazy = false, max_depth = 0 })
+        assert.is_false(ok)
+        assert.matches("max_depth must be an integer", err)
+    end)
+
     it("leaves nesting deeper than the Lua stack to the FFI builder", function()
         local deep = nested(20000)
-        assert.is_nil(select(2, c_decode(deep, 100000, 0, qjson.null, qjson.empty_array_mt)))
+        local function native(s)
+            return c_decode(s, 100000, 0, qjson.null, qjson.empty_array_mt)
+        end
+        assert.is_nil(select(2, native(deep)))
         local t = qjson.decode(deep, { lazy = false, max_depth = 100000 })
         local depth = 0
         while type(t) == "table" do
@@ -108,7 +166,7 @@ describe("eager decode through the Lua C API", function()
         end
         assert.same({ 20000, 1 }, { depth, t })
         -- Within the stack it builds the whole thing itself.
-        assert.is_table(c_decode(nested(3000), 100000, 0, qjson.null, qjson.empty_array_mt))
+        assert.is_table(native(nested(3000)))
     end)
 
     it("survives finalizers that decode while it builds", function()

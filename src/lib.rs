@@ -13,7 +13,8 @@
 //! | values | [`values`] | cursor → unescaped string, exact `i64`, correctly rounded `f64` |
 //! | document | [`document`] | owns one text's index and scratch; pooled for reuse |
 //! | escape | [`escape`] | Lua string → JSON string contents, escaped like lua-cjson (for `qjson.encode`) |
-//! | Lua API | [`lua_api`] | document → Lua tables built with the Lua C API (eager decode), the API found at run time |
+//! | eager | [`eager`] | bytes → values handed to a sink in document order, in one walk over the bytes that validates as it goes (eager decode) |
+//! | Lua API | [`lua_api`] | eager decode's values → Lua tables built with the Lua C API, the API found at run time |
 //! | errors | [`error`] | one code enum (mirrored in `include/qjson.h`) and its messages |
 //!
 //! Nothing is read out of a document before the whole text has been
@@ -21,6 +22,7 @@
 //! until it is asked for. `docs/architecture.md` walks through the index
 //! with a worked example.
 pub mod document;
+pub mod eager;
 pub mod error;
 pub mod escape;
 pub mod ffi;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make fuzz`: runs each libFuzzer target of fuzz/ (parse, navigate,
-# spans, escape) for FUZZ_SECONDS (default 600) one after the other, seeded from
+# spans, escape, eager) for FUZZ_SECONDS (default 600) one after the other, seeded from
 # the shared JSONTestSuite and corpus files, then the LuaJIT encoder
 # splice fuzz (tools/fuzz_encode.lua, target "encode") for as long, and
 # prints one line per target with its executions and corpus size.
@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-600}
-read -r -a targets <<<"${FUZZ_TARGETS:-parse navigate spans escape encode}"
+read -r -a targets <<<"${FUZZ_TARGETS:-parse navigate spans escape eager encode}"
 data=${QJSON_DATA:-../shared/data}
 # Longer inputs are cut when loaded; the big corpus files still seed
 # their first 64 KiB of real-world structure.

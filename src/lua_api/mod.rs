@@ -84,9 +84,12 @@ lua_functions! {
     pushlightuserdata: c"lua_pushlightuserdata" fn(State, *mut c_void);
     pushnil: c"lua_pushnil" fn(State);
     pushvalue: c"lua_pushvalue" fn(State, c_int);
+    replace: c"lua_replace" fn(State, c_int);
+    rawget: c"lua_rawget" fn(State, c_int);
     rawset: c"lua_rawset" fn(State, c_int);
     rawseti: c"lua_rawseti" fn(State, c_int, c_int);
     setmetatable: c"lua_setmetatable" fn(State, c_int) -> c_int;
+    type_: c"lua_type" fn(State, c_int) -> c_int;
 }
 
 /// The API of the Lua in this process, or `None` when it has none that

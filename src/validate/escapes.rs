@@ -12,7 +12,7 @@ use crate::values::string::hex4;
 
 /// Checks the escapes `escapes[*next..]` that lie before `close` and
 /// advances `*next` past them.
-pub(super) fn check(src: &[u8], escapes: &[u32], next: &mut usize, close: u32) -> Result<()> {
+pub(crate) fn check(src: &[u8], escapes: &[u32], next: &mut usize, close: u32) -> Result<()> {
     while let Some(&at) = escapes.get(*next).filter(|&&e| e < close) {
         let at = at as usize;
         let backslash = at - 1;

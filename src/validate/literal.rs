@@ -5,7 +5,7 @@ use super::ends_scalar;
 /// Whether the literal whose first byte is `src[at]` is spelled out and
 /// ends there.
 #[inline(always)]
-pub(super) fn is_valid(src: &[u8], at: usize) -> bool {
+pub(crate) fn is_valid(src: &[u8], at: usize) -> bool {
     // Four bytes compared at once: `true`, `null`, or `false` after its `f`.
     let (from, word) = match src[at] {
         b't' => (at, *b"true"),

@@ -22,8 +22,8 @@
 //! policy. `docs/architecture.md` has the measured alternatives.
 
 pub mod duplicates;
-mod escapes;
-mod literal;
+pub(crate) mod escapes;
+pub(crate) mod literal;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Index;
@@ -115,7 +115,7 @@ static ENDS_SCALAR: [bool; 256] = {
 };
 
 #[inline]
-fn ends_scalar(src: &[u8], at: usize) -> bool {
+pub(crate) fn ends_scalar(src: &[u8], at: usize) -> bool {
     src.get(at).is_none_or(|&b| ENDS_SCALAR[b as usize])
 }
 

@@ -20,6 +20,27 @@ pub fn unescape_into(body: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(rest);
 }
 
+/// [`unescape_into`] for a body whose escapes are already known: `escaped`
+/// gives, in increasing order, the offset in `body` of each byte that
+/// follows an active backslash (stage 1's escape list, shifted to the
+/// body). The bytes between escapes are copied without being searched.
+/// The low half of a surrogate pair is the pair's second escape and is
+/// skipped.
+pub fn unescape_known(body: &[u8], escaped: impl Iterator<Item = usize>, out: &mut Vec<u8>) {
+    out.reserve(body.len());
+    let mut done = 0;
+    for at in escaped {
+        let Some(backslash) = at.checked_sub(1).filter(|&b| b >= done) else {
+            continue;
+        };
+        out.extend_from_slice(body.get(done..backslash).unwrap_or_default());
+        let (bytes, used) = decode_escape(body.get(backslash..).unwrap_or_default());
+        out.extend_from_slice(bytes.as_slice());
+        done = backslash + used.max(1);
+    }
+    out.extend_from_slice(body.get(done..).unwrap_or_default());
+}
+
 /// Whether the validated string body `body` decodes to exactly `want`,
 /// without decoding into memory.
 pub fn unescaped_eq(body: &[u8], want: &[u8]) -> bool {
@@ -125,6 +146,35 @@ mod tests {
         let mut out = Vec::new();
         unescape_into(body.as_bytes(), &mut out);
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn known_escapes_decode_as_found_ones() {
+        for body in [
+            r#"a\"b\\c\/d\be\ff\ng\rh\ti"#,
+            r#"\u00e9\uD83D\uDE00x\uD83D\uDE00"#,
+            r#"\\\\\\"#,
+            "plain",
+            "",
+            r#"\n"#,
+        ] {
+            let bytes = body.as_bytes();
+            let mut escaped = Vec::new();
+            let mut i = 0;
+            while i < bytes.len() {
+                if bytes[i] == b'\\' {
+                    escaped.push(i + 1);
+                    i += 2;
+                } else {
+                    i += 1;
+                }
+            }
+            let mut known = Vec::new();
+            unescape_known(bytes, escaped.into_iter(), &mut known);
+            let mut found = Vec::new();
+            unescape_into(bytes, &mut found);
+            assert_eq!(known, found, "{body}");
+        }
     }
 
     #[test]

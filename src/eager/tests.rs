@@ -1,0 +1,476 @@
+use super::*;
+use crate::document::Document;
+use crate::navigate::tape::{self, Item};
+use crate::testing::{Rng, json_string, mutate, random_json, random_text};
+use crate::validate::DuplicateKeys;
+
+/// A decoded value, members kept in order with their repeats.
+#[derive(Clone, Debug, PartialEq)]
+enum V {
+    Null,
+    Bool(bool),
+    /// A double's bits, so that -0 and 0 differ.
+    Num(u64),
+    Str(Vec<u8>),
+    Arr(Vec<V>),
+    Obj(Vec<(Vec<u8>, V)>),
+}
+
+/// What is on a [`Builder`]'s stack.
+#[derive(Debug)]
+enum Entry {
+    Key(Vec<u8>),
+    Value(V),
+    /// A container's slot: nothing yet, or its table so far and the size
+    /// it was made for.
+    Slot(Option<(V, u32)>),
+}
+
+/// A [`Stack`] of [`V`]s that checks what it is told: chunks taken by the
+/// right container, counts, sizes, `distinct` only when true.
+#[derive(Default)]
+struct Builder {
+    strict: bool,
+    items: Vec<Entry>,
+    /// Tables made, and those made for a size other than their final one.
+    made: usize,
+    resized: usize,
+    /// Give up past this many open slots.
+    give_up_at: usize,
+}
+
+impl Builder {
+    fn new(strict: bool) -> Builder {
+        Builder {
+            strict,
+            give_up_at: usize::MAX,
+            ..Builder::default()
+        }
+    }
+
+    fn push(&mut self, v: V) -> Flow {
+        self.items.push(Entry::Value(v));
+        Ok(())
+    }
+}
+
+impl Stack for Builder {
+    fn key(&mut self, key: &[u8]) -> Flow {
+        self.items.push(Entry::Key(key.to_vec()));
+        Ok(())
+    }
+    fn string(&mut self, s: &[u8]) -> Flow {
+        self.push(V::Str(s.to_vec()))
+    }
+    fn number(&mut self, n: f64) -> Flow {
+        self.push(V::Num(n.to_bits()))
+    }
+    fn boolean(&mut self, b: bool) -> Flow {
+        self.push(V::Bool(b))
+    }
+    fn null(&mut self) -> Flow {
+        self.push(V::Null)
+    }
+    fn open(&mut self) -> Flow {
+        let open = self
+            .items
+            .iter()
+            .filter(|i| matches!(i, Entry::Slot(_)))
+            .count();
+        if open >= self.give_up_at {
+            return Err(Stop::GiveUp);
+        }
+        self.items.push(Entry::Slot(None));
+        Ok(())
+    }
+    fn store(
+        &mut self,
+        object: bool,
+        stored: u32,
+        pending: u32,
+        distinct: bool,
+        last: bool,
+    ) -> Flow {
+        let per = if object { 2 } else { 1 };
+        let from = self.items.len() - per * pending as usize;
+        let taken = self.items.split_off(from);
+        let Some(Entry::Slot(slot)) = self.items.last_mut() else {
+            panic!("no slot below {taken:?}");
+        };
+        let (mut table, size) = match slot.take() {
+            None => {
+                assert_eq!(stored, 0);
+                self.made += 1;
+                let v = if object {
+                    V::Obj(vec![])
+                } else {
+                    V::Arr(vec![])
+                };
+                (v, if last { pending } else { 2 * pending })
+            }
+            Some(t) => t,
+        };
+        match &mut table {
+            V::Arr(items) => {
+                assert!(!object);
+                assert_eq!(items.len(), stored as usize);
+                for item in taken {
+                    let Entry::Value(v) = item else {
+                        panic!("not a value: {item:?}")
+                    };
+                    items.push(v);
+                }
+            }
+            V::Obj(members) => {
+                assert!(object);
+                assert_eq!(members.len(), stored as usize);
+                let chunk_from = members.len();
+                let mut taken = taken.into_iter();
+                while let (Some(Entry::Key(k)), Some(Entry::Value(v))) =
+                    (taken.next(), taken.next())
+                {
+                    if distinct {
+                        assert!(
+                            members[chunk_from..].iter().all(|(m, _)| *m != k),
+                            "{k:?} repeats"
+                        );
+                    }
+                    if self.strict && members.iter().any(|(m, _)| *m == k) {
+                        return Err(Stop::Invalid);
+                    }
+                    members.push((k, v));
+                }
+                assert_eq!(members.len(), (stored + pending) as usize);
+            }
+            v => panic!("slot holds {v:?}"),
+        }
+        if last {
+            let len = match &table {
+                V::Arr(a) => a.len(),
+                V::Obj(m) => m.len(),
+                _ => unreachable!(),
+            };
+            self.resized += usize::from(len as u32 != size);
+            self.items.pop();
+            self.items.push(Entry::Value(table));
+        } else {
+            *self.items.last_mut().expect("the slot") = Entry::Slot(Some((table, size)));
+        }
+        Ok(())
+    }
+}
+
+/// The value the tape of a parsed document describes.
+fn from_tape(items: &mut core::slice::Iter<'_, Item>) -> V {
+    let item = items.next().expect("an item");
+    // SAFETY: each payload field is read for the type that wrote it;
+    // string pointers point into the text or the arena, both alive.
+    let bytes = |i: &Item| unsafe { core::slice::from_raw_parts(i.payload.str_, i.len as usize) };
+    match item.type_ {
+        1 => V::Null,
+        2 => V::Bool(false),
+        3 => V::Bool(true),
+        // SAFETY: a number item's payload is its value.
+        4 => V::Num(unsafe { item.payload.num }.to_bits()),
+        5 => V::Str(bytes(item).to_vec()),
+        6 => V::Arr((0..item.len).map(|_| from_tape(items)).collect()),
+        7 => V::Obj(
+            (0..item.len)
+                .map(|_| {
+                    let key = bytes(items.next().expect("a key")).to_vec();
+                    (key, from_tape(items))
+                })
+                .collect(),
+        ),
+        t => panic!("type {t}"),
+    }
+}
+
+/// What `Document` makes of `text`: its value, or None when invalid.
+fn reference(text: &[u8], opts: &Options) -> Option<V> {
+    let doc = Document::parse(text, opts).ok()?;
+    let (mut items, mut arena) = (Vec::new(), Vec::new());
+    tape::build(&doc.tree(), 0, &mut items, &mut arena);
+    Some(from_tape(&mut items.iter()))
+}
+
+/// Decodes `text`: the value, or None when invalid; and the tables made
+/// and those made for another size than their final one.
+fn eager(text: &[u8], opts: &Options) -> (Option<V>, usize, usize) {
+    let mut b = Builder::new(opts.duplicate_keys == DuplicateKeys::Error);
+    let mut scratch = Scratch::default();
+    match decode(text, opts, &mut scratch, &mut b) {
+        Outcome::Done => {
+            assert_eq!(b.items.len(), 1, "{:?}", b.items);
+            let Some(Entry::Value(v)) = b.items.pop() else {
+                panic!("no value")
+            };
+            (Some(v), b.made, b.resized)
+        }
+        Outcome::Invalid => (None, b.made, b.resized),
+        Outcome::GiveUp => panic!("gave up"),
+    }
+}
+
+/// Holds eager decode to `Document` on `text`; returns whether the text
+/// is valid.
+fn agrees(text: &[u8], opts: &Options) -> bool {
+    let want = reference(text, opts);
+    let (got, _, _) = eager(text, opts);
+    assert!(
+        got == want,
+        "{opts:?}: {:?}\n got {got:?}\nwant {want:?}",
+        String::from_utf8_lossy(text)
+    );
+    want.is_some()
+}
+
+fn strict() -> Options {
+    Options {
+        duplicate_keys: DuplicateKeys::Error,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn decodes_what_the_tape_describes() {
+    for text in [
+        r#"{"a":[1,"x\n"],"b\u0021":null,"a":-2.5e1}"#,
+        "[]",
+        "{}",
+        " [ [ ] , { } , [ [ ] ] ] ",
+        r#" "\u00e9" "#,
+        "[true,false,null,0,-0,1e400,-1e400,0.1,123456789012345678901234567890]",
+        "7",
+        "  null  ",
+        "-0",
+        "[-12345678901234567, 0.5, 1E2, 100000000000000000000]",
+    ] {
+        assert!(agrees(text.as_bytes(), &Options::default()), "{text}");
+    }
+}
+
+#[test]
+fn rejects_what_validation_rejects() {
+    for text in [
+        "",
+        " ",
+        "[",
+        "]",
+        "[1,]",
+        "[,1]",
+        "{,}",
+        r#"{"a"}"#,
+        r#"{"a":}"#,
+        r#"{"a" 1}"#,
+        r#"{"a":1,}"#,
+        "[1 2]",
+        "1 2",
+        "[1]]",
+        "[[1]",
+        "01",
+        "1.",
+        "-",
+        "1e",
+        "tru",
+        "nul",
+        "truex",
+        "[1x]",
+        r#""\x""#,
+        r#""\ud800""#,
+        r#"["a"]x"#,
+        "{1:2}",
+        r#"{"a":1 "b":2}"#,
+        "[\"\u{1}\"]",
+        "\"abc",
+        "[\x00]",
+        r#"{"a":1}}"#,
+        "[}",
+        "{]",
+        "\"\\",
+        "[1,\x0c2]",
+    ] {
+        assert_eq!(
+            eager(text.as_bytes(), &Options::default()).0,
+            None,
+            "{text:?}"
+        );
+        assert!(
+            reference(text.as_bytes(), &Options::default()).is_none(),
+            "{text:?}"
+        );
+    }
+    for bad in [
+        &b" \xff1"[..],
+        b"\"\xc3\"",
+        b"[\"\xed\xa0\x80\"]",
+        b"\"\\\xc3\xa9\"",
+    ] {
+        assert_eq!(eager(bad, &Options::default()).0, None);
+        assert!(reference(bad, &Options::default()).is_none());
+    }
+}
+
+#[test]
+fn depth_and_duplicate_keys_follow_the_options() {
+    let nested = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+    for depth in [1, 2, 5, 64, 1000] {
+        let opts = Options {
+            max_depth: depth,
+            ..Options::default()
+        };
+        for n in [depth as usize - 1, depth as usize, depth as usize + 1] {
+            agrees(nested(n).as_bytes(), &opts);
+            agrees(
+                format!("{}{}", "[".repeat(n), "]".repeat(n)).as_bytes(),
+                &opts,
+            );
+        }
+    }
+    for text in [
+        r#"{"a":1,"a":2}"#,
+        r#"{"a":1,"\u0061":2}"#,
+        r#"[{"a":1},{"a":2}]"#,
+        r#"{"a":{"a":{}},"b":[{"x":1,"y":2,"x":3}]}"#,
+    ] {
+        agrees(text.as_bytes(), &Options::default());
+        agrees(text.as_bytes(), &strict());
+    }
+}
+
+#[test]
+fn agrees_with_validation_on_generated_and_mutated_texts() {
+    let mut rng = Rng::new(0xea9e);
+    let mut valid = [0; 4];
+    for round in 0..20_000 {
+        let doc = random_json(&mut rng, 5);
+        let text = match round % 4 {
+            0 => doc,
+            3 => random_text(&mut rng, 200),
+            _ => mutate(&mut rng, &doc),
+        };
+        let opts = match round % 5 {
+            0 => strict(),
+            1 => Options {
+                max_depth: 3,
+                ..Options::default()
+            },
+            _ => Options::default(),
+        };
+        valid[round % 4] += usize::from(agrees(&text, &opts));
+    }
+    // Generated texts are valid (but for the depth limit), mutated ones
+    // about half the time, random ones rarely.
+    assert!(
+        valid[0] > 3000 && (1000..4000).contains(&valid[1]),
+        "{valid:?}"
+    );
+}
+
+#[test]
+fn a_text_broken_at_every_offset_is_refused_as_validation_refuses_it() {
+    let mut rng = Rng::new(7);
+    let mut text = b"[".to_vec();
+    for k in 0..60 {
+        if k > 0 {
+            text.extend_from_slice(b", ");
+        }
+        match k % 4 {
+            0 => json_string(&mut rng, &mut text),
+            1 => text.extend_from_slice(b"{\"k\\u00e9y\" : [1.5e3, -0, true] }"),
+            2 => text.extend_from_slice("\"日本語😀\\\\\\\"\"".as_bytes()),
+            _ => text.extend_from_slice(b"123456789.125e-2"),
+        }
+    }
+    text.push(b']');
+    assert!(agrees(&text, &Options::default()));
+    for at in 0..text.len() {
+        for byte in [b'\x01', b'"', b'\\', b'}', 0xc3] {
+            let mut bad = text.clone();
+            bad.insert(at, byte);
+            agrees(&bad, &Options::default());
+        }
+        agrees(&text[..at], &Options::default());
+    }
+}
+
+#[test]
+fn long_containers_are_stored_in_chunks() {
+    let mut rng = Rng::new(11);
+    for n in [63, 64, 65, 127, 128, 129, 1000] {
+        let array = format!(
+            "[{}]",
+            (0..n).map(|k| k.to_string()).collect::<Vec<_>>().join(",")
+        );
+        let (v, made, resized) = eager(array.as_bytes(), &Options::default());
+        assert_eq!(v, reference(array.as_bytes(), &Options::default()));
+        // Made for its size in one chunk, for two chunks at the first.
+        let size = if n > CHUNK as usize {
+            2 * CHUNK as usize
+        } else {
+            n
+        };
+        assert_eq!((made, resized), (1, usize::from(n != size)), "{n}");
+        // Objects, with keys repeated across and within chunks.
+        let members: Vec<String> = (0..n)
+            .map(|k| {
+                let key = if rng.one_in(8) { rng.below(n) } else { k };
+                format!("\"k{key}\":{k}")
+            })
+            .collect();
+        let object = format!("{{{}}}", members.join(","));
+        agrees(object.as_bytes(), &Options::default());
+        agrees(object.as_bytes(), &strict());
+        let nested = format!("[{}]", [object.as_str(); 3].join(","));
+        agrees(nested.as_bytes(), &Options::default());
+    }
+}
+
+#[test]
+fn every_container_of_a_chunk_is_made_at_its_size() {
+    let text = format!("[{}{{\"a\":1}}]", "{\"a\":1,\"b\":[1,2]},".repeat(5000));
+    let (v, made, resized) = eager(text.as_bytes(), &Options::default());
+    assert!(v.is_some());
+    // The root alone is longer than a chunk.
+    assert_eq!((made, resized), (10002, 1));
+}
+
+#[test]
+fn a_sink_may_give_up() {
+    let mut b = Builder::new(false);
+    b.give_up_at = 3;
+    let mut scratch = Scratch::default();
+    let outcome = decode(b"[[[[1]]]]", &Options::default(), &mut scratch, &mut b);
+    assert_eq!(outcome, Outcome::GiveUp);
+}
+
+#[test]
+fn numbers_are_the_parsers() {
+    // The walk reads short integers itself and gives the rest to
+    // number::to_f64 (whose own tests cover its fast path).
+    let mut rng = Rng::new(99);
+    for _ in 0..50_000 {
+        let mut s = String::new();
+        if rng.one_in(2) {
+            s.push('-');
+        }
+        let n = 1 + rng.below(20);
+        let int: String = (0..n)
+            .map(|_| char::from(b'0' + rng.below(10) as u8))
+            .collect();
+        s.push_str(if int.len() > 1 {
+            int.trim_start_matches('0')
+        } else {
+            &int
+        });
+        if s.is_empty() || s == "-" {
+            s.push('0');
+        }
+        if rng.one_in(4) {
+            s.push_str(".5e-3");
+        }
+        for text in [s.clone(), format!("[{s}]"), format!("{{\"k\":{s} }}")] {
+            assert!(agrees(text.as_bytes(), &Options::default()), "{text}");
+        }
+    }
+}

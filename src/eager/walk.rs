@@ -1,0 +1,317 @@
+//! The walk of eager decode: the grammar of [`crate::validate`] and the
+//! string checks of stage 1, read straight from the bytes, each value
+//! handed to the [`Stack`] as it completes.
+//!
+//! What stage 1 checks over every byte is checked where it can matter:
+//! inside strings, raw control bytes and UTF-8 (a string with a byte of
+//! 0x80 or more is checked as a whole); outside strings any byte that is
+//! not whitespace, structure or the start of a number or literal fails
+//! the grammar, as its stage-1 entry (a scalar start) would. Escapes go
+//! through validation's own check (`validate::escapes`), given the
+//! offsets of the string's escaped bytes as stage 1 would list them;
+//! numbers and literals through its number and literal checks. Strings
+//! and whitespace are searched a chunk of bytes at a time ([`super::bytes`]).
+//!
+//! Bytes are read with `get`, a read past the text giving 0, which
+//! nothing accepts; so nothing here can panic or read outside the text:
+//! this code runs between calls into the sink (Lua's API).
+
+use super::bytes::{scan_string, skip_space};
+use super::{CHUNK, Flow, Stack, Stop};
+use crate::validate::{ends_scalar, escapes, literal};
+use crate::values::{number, string};
+
+/// An open container that is not the innermost one (see the locals of
+/// [`decode`], which hold the innermost).
+#[derive(Clone, Copy, Debug)]
+struct Open {
+    close: u8,
+    count: u32,
+    stored: u32,
+    keys_from: u32,
+    distinct: bool,
+    seen: [u64; 4],
+}
+
+/// The walk's reusable memory.
+#[derive(Default, Debug)]
+pub(super) struct Scratch {
+    open: Vec<Open>,
+    /// The keys of the open objects' current chunks, while they are all
+    /// different: hash, offset and length in the text.
+    keys: Vec<(u64, u32, u32)>,
+    /// A string's escaped bytes.
+    escaped: Vec<u32>,
+    /// A string decoded.
+    decoded: Vec<u8>,
+}
+
+impl Scratch {
+    /// Bytes of heap held for the next decode.
+    pub(super) fn retained_bytes(&self) -> usize {
+        self.open.capacity() * size_of::<Open>()
+            + self.keys.capacity() * 16
+            + self.escaped.capacity() * 4
+            + self.decoded.capacity()
+    }
+}
+
+/// A hash of a key (no escapes): equal keys hash alike. From the key's
+/// length and its first and last two bytes, mixed by one multiplication;
+/// its top eight bits pick the key's bit in its object's `seen` filter.
+#[inline(always)]
+fn key_hash(key: &[u8]) -> u64 {
+    let byte = |k: usize| u64::from(key.get(k).copied().unwrap_or(0));
+    let n = key.len();
+    let ends =
+        byte(0) | byte(1) << 8 | byte(n.wrapping_sub(2)) << 16 | byte(n.wrapping_sub(1)) << 24;
+    (ends | (n as u64) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// Decodes `src` into `stack`; `Err(Stop::Invalid)` when the text is not
+/// valid JSON or nests deeper than `max_depth`.
+pub(super) fn decode<S: Stack>(
+    src: &[u8],
+    max_depth: usize,
+    scratch: &mut Scratch,
+    stack: &mut S,
+) -> Flow {
+    let Scratch {
+        open,
+        keys,
+        escaped,
+        decoded,
+    } = scratch;
+    open.clear();
+    keys.clear();
+    let at = |i: usize| src.get(i).copied().unwrap_or(0);
+    let skip_space = |i: usize| skip_space(src, i);
+    // The innermost container: its closing byte (0 for the root, which is
+    // no container), its values so far, how many of them are in its table,
+    // where its current chunk's keys start in `keys`, whether they are all
+    // different, and one bit per hash of each (see `key_bit`).
+    let mut close = 0u8;
+    let mut count = 0u32;
+    let mut stored = 0u32;
+    let mut keys_from = 0u32;
+    let mut distinct = true;
+    let mut seen = [0u64; 4];
+    let mut i = 0usize;
+
+    // Reads the string whose opening quote is at `i` and calls
+    // `stack.$method` with its decoded bytes; moves `i` past it. Gives
+    // whether it had escapes.
+    macro_rules! string {
+        ($method:ident) => {{
+            let start = i + 1;
+            let Some((end, escapes_in, non_ascii)) = scan_string(src, start, escaped) else {
+                return Err(Stop::Invalid);
+            };
+            let Some(body) = src.get(start..end) else {
+                return Err(Stop::Invalid);
+            };
+            if non_ascii && core::str::from_utf8(body).is_err() {
+                return Err(Stop::Invalid);
+            }
+            if escapes_in {
+                let mut next = 0;
+                if escapes::check(src, escaped, &mut next, end as u32).is_err() {
+                    return Err(Stop::Invalid);
+                }
+                decoded.clear();
+                let offsets = escaped.iter().map(|&e| (e as usize).wrapping_sub(start));
+                string::unescape_known(body, offsets, decoded);
+                stack.$method(decoded)?;
+            } else {
+                stack.$method(body)?;
+            }
+            i = end + 1;
+            escapes_in
+        }};
+    }
+
+    // Reads `"key" :` from `i` on (after `{` or `,` and any space).
+    macro_rules! member_key {
+        () => {{
+            if at(i) != b'"' {
+                return Err(Stop::Invalid);
+            }
+            let start = i + 1;
+            let escapes_in = string!(key);
+            if distinct {
+                let key = src.get(start..i - 1).unwrap_or_default();
+                let hash = key_hash(key);
+                // The top two bits pick one of the four words (in bounds).
+                let word = &mut seen[(hash >> 62) as usize];
+                let bit = 1 << ((hash >> 56) & 63);
+                // A key whose bit is new differs from every key before it;
+                // otherwise hashes are compared, and bytes when they match.
+                let repeated = *word & bit != 0
+                    && keys
+                        .get(keys_from as usize..)
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|&(h, at, len)| {
+                            h == hash
+                                && src.get(at as usize..at as usize + len as usize) == Some(key)
+                        });
+                if escapes_in || repeated {
+                    keys.truncate(keys_from as usize);
+                    distinct = false;
+                } else {
+                    *word |= bit;
+                    keys.push((hash, start as u32, key.len() as u32));
+                }
+            }
+            i = skip_space(i);
+            if at(i) != b':' {
+                return Err(Stop::Invalid);
+            }
+            i += 1;
+        }};
+    }
+
+    'value: loop {
+        i = skip_space(i);
+        let b = at(i);
+        match b {
+            b'"' => {
+                string!(string);
+            }
+            b'-' | b'0'..=b'9' => {
+                // Integers of up to 15 digits are exact doubles; anything
+                // else (fractions, exponents, errors) takes the general
+                // check and conversion.
+                let sign = usize::from(b == b'-');
+                let digits = i + sign;
+                let mut j = digits;
+                let mut value = 0u64;
+                while j - digits < 16 {
+                    let d = at(j).wrapping_sub(b'0');
+                    if d > 9 {
+                        break;
+                    }
+                    value = value * 10 + u64::from(d);
+                    j += 1;
+                }
+                let n = j - digits;
+                let short = (1..=15).contains(&n)
+                    && (at(digits) != b'0' || n == 1)
+                    && !matches!(at(j), b'.' | b'e' | b'E')
+                    && ends_scalar(src, j);
+                if short {
+                    let v = value as f64;
+                    stack.number(if sign == 1 { -v } else { v })?;
+                    i = j;
+                } else {
+                    let number = number::number_end(src, i)
+                        .filter(|&end| ends_scalar(src, end))
+                        .and_then(|end| Some((end, src.get(i..end)?)));
+                    let Some((end, number)) = number else {
+                        return Err(Stop::Invalid);
+                    };
+                    stack.number(number::to_f64(number))?;
+                    i = end;
+                }
+            }
+            b't' | b'f' | b'n' => {
+                if !literal::is_valid(src, i) {
+                    return Err(Stop::Invalid);
+                }
+                match b {
+                    b't' => stack.boolean(true)?,
+                    b'f' => stack.boolean(false)?,
+                    _ => stack.null()?,
+                }
+                i += if b == b'f' { 5 } else { 4 };
+            }
+            b'[' | b'{' => {
+                if open.len() >= max_depth {
+                    return Err(Stop::Invalid);
+                }
+                stack.open()?;
+                open.push(Open {
+                    close,
+                    count,
+                    stored,
+                    keys_from,
+                    distinct,
+                    seen,
+                });
+                // `{` + 2 is `}`, `[` + 2 is `]`.
+                close = b + 2;
+                count = 0;
+                stored = 0;
+                keys_from = keys.len() as u32;
+                distinct = true;
+                seen = [0; 4];
+                i = skip_space(i + 1);
+                if at(i) != close {
+                    if b == b'{' {
+                        member_key!();
+                    }
+                    continue 'value;
+                }
+                // Empty: closed below like any other.
+                count = u32::MAX;
+            }
+            _ => return Err(Stop::Invalid),
+        }
+        // A value ended (or an empty container is at its closing byte,
+        // with a count that the increment makes 0).
+        loop {
+            count = count.wrapping_add(1);
+            i = skip_space(i);
+            let b = at(i);
+            if i >= src.len() {
+                return if close == 0 {
+                    Ok(())
+                } else {
+                    Err(Stop::Invalid)
+                };
+            }
+            i += 1;
+            if b == b',' && close != 0 && count.wrapping_sub(stored) == CHUNK {
+                // A full chunk, with more to come, goes into the table; the
+                // next one's keys are compared afresh.
+                stack.store(close == b'}', stored, CHUNK, distinct, false)?;
+                stored = count;
+                keys.truncate(keys_from as usize);
+                distinct = true;
+                seen = [0; 4];
+            }
+            if b == b',' {
+                if close == b']' {
+                    continue 'value;
+                }
+                if close == b'}' {
+                    i = skip_space(i);
+                    member_key!();
+                    continue 'value;
+                }
+            }
+            if b != close || close == 0 {
+                return Err(Stop::Invalid);
+            }
+            stack.store(
+                b == b'}',
+                stored,
+                count.wrapping_sub(stored),
+                distinct,
+                true,
+            )?;
+            keys.truncate(keys_from as usize);
+            let Some(parent) = open.pop() else {
+                return Err(Stop::Invalid);
+            };
+            Open {
+                close,
+                count,
+                stored,
+                keys_from,
+                distinct,
+                seen,
+            } = parent;
+        }
+    }
+}
