@@ -325,13 +325,12 @@ impl Utf8Check<Block> for Utf8 {
     #[inline(always)]
     fn skip_ascii(&mut self) {
         // SAFETY: NEON intrinsics, baseline on aarch64.
-        self.prev = Block([unsafe { vdupq_n_u8(0) }; 4]);
-    }
-
-    #[inline(always)]
-    fn at_boundary(&self) -> bool {
-        // SAFETY: NEON intrinsics, baseline on aarch64.
-        unsafe { vmaxvq_u8(self.incomplete) == 0 }
+        unsafe {
+            // As `check` on an ASCII block: an open sequence is an error.
+            self.error = vorrq_u8(self.error, self.incomplete);
+            self.incomplete = vdupq_n_u8(0);
+            self.prev = Block([vdupq_n_u8(0); 4]);
+        }
     }
 
     #[inline(always)]

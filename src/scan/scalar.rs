@@ -140,10 +140,6 @@ impl Utf8Check<[u64; 8]> for Verdict {
     fn check(&mut self, _block: &[u64; 8]) {}
     #[inline(always)]
     fn skip_ascii(&mut self) {}
-    #[inline(always)]
-    fn at_boundary(&self) -> bool {
-        true
-    }
     fn finish(&mut self) -> bool {
         !self.0
     }

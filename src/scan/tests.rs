@@ -278,6 +278,23 @@ fn specials_at_every_offset_of_a_long_string() {
 }
 
 #[test]
+fn an_escape_carried_into_a_skipped_block() {
+    // A backslash run that ends a block escapes byte 0 of the next; when
+    // that block is then skipped as plain string content, its escape must
+    // still be recorded (and a run of even length escapes nothing).
+    for run in 1..=4 {
+        for end in [63, 127, 191] {
+            let mut s = b"[\"".to_vec();
+            s.extend(std::iter::repeat_n(b'a', end + 1 - run - s.len()));
+            s.extend(std::iter::repeat_n(b'\\', run));
+            s.extend(std::iter::repeat_n(b'n', 300));
+            s.extend_from_slice(b"\",1]");
+            check_all_kernels(&s, false);
+        }
+    }
+}
+
+#[test]
 fn blocks_of_every_density() {
     // Offsets are written per block, several at a time: blocks holding
     // 0 to 64 structurals, each pattern shifted across every lane.
