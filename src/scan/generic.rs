@@ -197,15 +197,30 @@ pub(crate) fn prefix_xor_by_shifts(mut bits: u64) -> u64 {
 /// State carried from one block to the next.
 #[derive(Default)]
 struct Carry {
-    /// All ones when the previous block ended inside a string.
+    /// The previous block's in-string mask (0 before the first block).
+    /// Its top bit says whether the next block starts inside a string;
+    /// all ones says the whole block was, and only then is the next block
+    /// tested for skipping (see "Long strings" above). One register for
+    /// both: the loop has none to spare.
     in_string: u64,
     /// 1 when byte 0 of the next block is escaped.
     escaped: u64,
     /// 1 when the previous block ended in the middle of a scalar.
     scalar: u64,
-    /// True when the whole previous block was inside a string: only then
-    /// is the next block tested for skipping (see "Long strings" above).
-    long_string: bool,
+}
+
+impl Carry {
+    /// All ones when the next block starts inside a string, else 0.
+    #[inline(always)]
+    fn starts_in_string(&self) -> u64 {
+        ((self.in_string as i64) >> 63) as u64
+    }
+
+    /// Whether the whole previous block was inside a string.
+    #[inline(always)]
+    fn long_string(&self) -> bool {
+        self.in_string == u64::MAX
+    }
 }
 
 /// Bits set where a byte is escaped by a backslash; `carry` (0 or 1) says
@@ -254,9 +269,8 @@ fn step<S: Simd>(simd: S, block: &S::Block, carry: &mut Carry) -> Found {
     let m = simd.masks(block);
     let escaped = escaped_bits(m.backslash, &mut carry.escaped);
     let quotes = m.quote & !escaped;
-    let in_string = simd.prefix_xor(quotes) ^ carry.in_string;
-    carry.in_string = ((in_string as i64) >> 63) as u64;
-    carry.long_string = in_string == u64::MAX;
+    let in_string = simd.prefix_xor(quotes) ^ carry.starts_in_string();
+    carry.in_string = in_string;
     let scalar = !(m.op | m.whitespace | quotes);
     let scalar_starts = scalar & !((scalar << 1) | carry.scalar);
     carry.scalar = scalar >> 63;
@@ -306,7 +320,7 @@ pub(crate) unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> 
         while pos < run_end {
             // SAFETY: pos + 64 <= whole <= len, so 64 bytes are readable.
             let block = unsafe { simd.load(input.as_ptr().add(pos)) };
-            if carry.long_string && simd.is_plain_string(&block) {
+            if carry.long_string() && simd.is_plain_string(&block) {
                 // Inside a string, so byte 0 escaped by a backslash run
                 // ending the previous block is an escape to record.
                 if carry.escaped != 0 {
@@ -389,7 +403,7 @@ pub(crate) unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> 
         }
         debug_assert!(false, "SIMD UTF-8 check disagrees with core::str");
     }
-    if carry.in_string != 0 {
+    if carry.starts_in_string() != 0 {
         // Nothing inside a string is indexed, so the last entry is the
         // opening quote of the unterminated string.
         let at = index.positions.last().map_or(0, |&p| p as usize);
