@@ -167,6 +167,21 @@ fn string_specials(v: __m256i) -> __m256i {
     }
 }
 
+/// 0xFF where a byte is `"`, `\` or below 0x20.
+#[inline(always)]
+fn string_breaks(v: __m256i) -> __m256i {
+    // SAFETY: AVX2 intrinsics; only compiled into the AVX2 kernel.
+    unsafe {
+        _mm256_or_si256(
+            _mm256_or_si256(
+                _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8)),
+                _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8)),
+            ),
+            _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v),
+        )
+    }
+}
+
 impl Simd for Avx2 {
     type Block = Block;
     type Utf8 = Utf8;
@@ -204,6 +219,21 @@ impl Simd for Avx2 {
             let any = _mm256_or_si256(string_specials(b.lo), string_specials(b.hi));
             _mm256_testz_si256(any, any) == 1
         }
+    }
+
+    #[inline(always)]
+    fn is_string_content(self, b: &Block) -> bool {
+        // SAFETY: AVX2 intrinsics; an `Avx2` token exists.
+        unsafe {
+            let any = _mm256_or_si256(string_breaks(b.lo), string_breaks(b.hi));
+            _mm256_testz_si256(any, any) == 1
+        }
+    }
+
+    #[inline(always)]
+    fn has_non_ascii(self, b: &Block) -> bool {
+        // SAFETY: AVX2 intrinsics; an `Avx2` token exists.
+        unsafe { _mm256_movemask_epi8(_mm256_or_si256(b.lo, b.hi)) != 0 }
     }
 
     #[inline(always)]

@@ -108,6 +108,23 @@ impl Simd for Avx512 {
     }
 
     #[inline(always)]
+    fn is_string_content(self, &v: &__m512i) -> bool {
+        // SAFETY: AVX-512F/BW intrinsics; an `Avx512` token exists.
+        unsafe {
+            let breaks = _mm512_cmplt_epu8_mask(v, _mm512_set1_epi8(0x20))
+                | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'"' as i8))
+                | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'\\' as i8));
+            breaks == 0
+        }
+    }
+
+    #[inline(always)]
+    fn has_non_ascii(self, &v: &__m512i) -> bool {
+        // SAFETY: AVX-512BW intrinsics; an `Avx512` token exists.
+        unsafe { _mm512_movepi8_mask(v) != 0 }
+    }
+
+    #[inline(always)]
     fn prefix_xor(self, bits: u64) -> u64 {
         // SAFETY: PCLMULQDQ and SSE2 intrinsics; an `Avx512` token exists.
         unsafe {

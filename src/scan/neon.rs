@@ -217,6 +217,36 @@ impl<const PMULL: bool> Simd for Neon<PMULL> {
     }
 
     #[inline(always)]
+    fn is_string_content(self, b: &Block) -> bool {
+        // SAFETY: NEON intrinsics, baseline on aarch64.
+        unsafe {
+            let breaks = |v: uint8x16_t| {
+                vorrq_u8(
+                    vorrq_u8(
+                        vceqq_u8(v, vdupq_n_u8(b'"')),
+                        vceqq_u8(v, vdupq_n_u8(b'\\')),
+                    ),
+                    vcltq_u8(v, vdupq_n_u8(0x20)),
+                )
+            };
+            let any = vorrq_u8(
+                vorrq_u8(breaks(b.0[0]), breaks(b.0[1])),
+                vorrq_u8(breaks(b.0[2]), breaks(b.0[3])),
+            );
+            vmaxvq_u8(any) == 0
+        }
+    }
+
+    #[inline(always)]
+    fn has_non_ascii(self, b: &Block) -> bool {
+        // SAFETY: NEON intrinsics, baseline on aarch64.
+        unsafe {
+            let any = vorrq_u8(vorrq_u8(b.0[0], b.0[1]), vorrq_u8(b.0[2], b.0[3]));
+            vmaxvq_u8(any) >= 0x80
+        }
+    }
+
+    #[inline(always)]
     fn prefix_xor(self, bits: u64) -> u64 {
         if PMULL {
             // SAFETY: a `Neon<true>` exists, so the CPU has PMULL.
@@ -359,6 +389,25 @@ mod tests {
                 assert_eq!(bit(m.op), b"{}[]:,".contains(&b), "{b:02x}");
                 assert_eq!(bit(m.whitespace), b" \t\n\r".contains(&b), "{b:02x}");
                 assert_eq!(bit(m.control), b < 0x20, "{b:02x}");
+            }
+        }
+        // The whole-block tests, with one byte value among plain letters
+        // at every lane.
+        for value in 0..=255u8 {
+            for lane in 0..64 {
+                let mut bytes = [b'a'; 64];
+                bytes[lane] = value;
+                // SAFETY: `bytes` is 64 readable bytes.
+                let block = unsafe { Neon::new().load(bytes.as_ptr()) };
+                let breaks = value < 0x20 || value == b'"' || value == b'\\';
+                let kernel = Neon::new();
+                assert_eq!(kernel.is_string_content(&block), !breaks, "{value:02x}");
+                assert_eq!(
+                    kernel.is_plain_string(&block),
+                    !breaks && value < 0x80,
+                    "{value:02x}"
+                );
+                assert_eq!(kernel.has_non_ascii(&block), value >= 0x80, "{value:02x}");
             }
         }
     }
