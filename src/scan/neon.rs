@@ -220,13 +220,13 @@ impl<const PMULL: bool> Simd for Neon<PMULL> {
     fn is_string_content(self, b: &Block) -> bool {
         // SAFETY: NEON intrinsics, baseline on aarch64.
         unsafe {
+            // As `string_specials`, with an unsigned compare: XOR 2 moves
+            // '"' to 0x20 and keeps 00..1F below it, and 80..FF stay
+            // above, so one compare catches quotes and control bytes.
             let breaks = |v: uint8x16_t| {
                 vorrq_u8(
-                    vorrq_u8(
-                        vceqq_u8(v, vdupq_n_u8(b'"')),
-                        vceqq_u8(v, vdupq_n_u8(b'\\')),
-                    ),
-                    vcltq_u8(v, vdupq_n_u8(0x20)),
+                    vcltq_u8(veorq_u8(v, vdupq_n_u8(2)), vdupq_n_u8(0x21)),
+                    vceqq_u8(v, vdupq_n_u8(b'\\')),
                 )
             };
             let any = vorrq_u8(
