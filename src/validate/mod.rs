@@ -163,65 +163,14 @@ pub unsafe fn validate_unchecked(
     if positions.is_empty() {
         return Err(Error::new(ErrorCode::Empty, src.len()));
     }
-    // No zero fill: the walk writes every entry's link (a fill of the
-    // whole vector cost 4-7% of stage 2). The length is set only once it
-    // has, so an error leaves `links` empty.
     links.clear();
-    links.reserve(positions.len());
-    let out = Links {
-        ptr: links.as_mut_ptr(),
-        len: positions.len(),
-    };
+    links.resize(positions.len(), 0);
     scratch.frames.clear();
     scratch.keys.clear();
     let text = Text { src, positions };
     match opts.duplicate_keys {
-        DuplicateKeys::LastWins => walk::<false>(text, escapes, out, opts.max_depth, scratch),
-        DuplicateKeys::Error => walk::<true>(text, escapes, out, opts.max_depth, scratch),
-    }?;
-    // SAFETY: a successful walk wrote the link of every entry (see
-    // `Links`), within the capacity reserved above.
-    unsafe { links.set_len(positions.len()) };
-    Ok(())
-}
-
-/// The links being written, one per entry, into reserved but not yet
-/// initialised memory.
-///
-/// The walk visits the entries in order and, whenever it moves from
-/// entry `a` to entry `b`, writes the links of `a..b` (a container's
-/// opening entry gets 0 until its close rewrites it): so when it is at
-/// entry `i`, every entry below `i` has its link, and a walk that accepts
-/// the text has passed every entry.
-#[derive(Clone, Copy)]
-struct Links {
-    ptr: *mut u32,
-    /// The number of entries: the reserved slots.
-    len: usize,
-}
-
-impl Links {
-    /// Writes entry `i`'s link.
-    ///
-    /// # Safety
-    /// `i` is an entry: below the number of positions.
-    #[inline(always)]
-    unsafe fn set(self, i: usize, link: u32) {
-        debug_assert!(i < self.len, "link {i} of {}", self.len);
-        // SAFETY: i < len, the slots reserved (the caller's contract).
-        unsafe { self.ptr.add(i).write(link) }
-    }
-
-    /// The links of the entries before `i`, all written (see above).
-    /// Nothing is written through `self` while the slice is in use.
-    ///
-    /// # Safety
-    /// The walk is at entry `i` or past it.
-    #[inline(always)]
-    unsafe fn written(&self, i: usize) -> &[u32] {
-        // SAFETY: the first i slots are initialised (the caller's
-        // contract and the walk's order), within the reserved slots.
-        unsafe { core::slice::from_raw_parts(self.ptr, i) }
+        DuplicateKeys::LastWins => walk::<false>(text, escapes, links, opts.max_depth, scratch),
+        DuplicateKeys::Error => walk::<true>(text, escapes, links, opts.max_depth, scratch),
     }
 }
 
@@ -335,7 +284,7 @@ fn string_escapes(text: Text<'_>, escapes: &[u32], next: &mut usize, end: u32) -
 fn walk<const STRICT: bool>(
     text: Text<'_>,
     escapes: &[u32],
-    links: Links,
+    links: &mut [u32],
     max_depth: u32,
     scratch: &mut Scratch,
 ) -> Result<()> {
@@ -362,15 +311,9 @@ fn walk<const STRICT: bool>(
         ($i:expr) => {{
             let s = $i;
             let end = text.positions[s + 1];
-            let mut has_escapes = 0;
             if escape_at < end {
                 escape_at = string_escapes(text, escapes, &mut next_escape, end)?;
-                has_escapes = 1;
-            }
-            // SAFETY: s + 1 is an entry: positions[s + 1] was just read.
-            unsafe {
-                links.set(s, has_escapes);
-                links.set(s + 1, 0);
+                links[s] = 1;
             }
         }};
     }
@@ -392,16 +335,9 @@ fn walk<const STRICT: bool>(
                 if quote != b'"' {
                     return Err(error_at(text, $missing, k));
                 }
-                let mut has_escapes = 0;
                 if escape_at < end {
                     escape_at = string_escapes(text, escapes, &mut next_escape, end)?;
-                    has_escapes = 1;
-                }
-                // SAFETY: k + 2 < n.
-                unsafe {
-                    links.set(k, has_escapes);
-                    links.set(k + 1, 0);
-                    links.set(k + 2, 0);
+                    links[k] = 1;
                 }
                 if STRICT {
                     keys.push(k as u32);
@@ -424,9 +360,6 @@ fn walk<const STRICT: bool>(
         if after {
             count += 1;
             if b == b',' {
-                // SAFETY: a byte was read at entry i, so it is one (past
-                // the last entry `byte` gives 0).
-                unsafe { links.set(i, 0) };
                 if close == b'}' {
                     member_key!(i + 1, ErrorCode::ExpectedKey);
                     after = false;
@@ -450,16 +383,10 @@ fn walk<const STRICT: bool>(
                 return Ok(());
             }
             if STRICT && close == b'}' {
-                // SAFETY: the walk is at entry i.
-                let written = unsafe { links.written(i) };
-                check_keys(text, written, keys, keys_from as usize, duplicates)?;
+                check_keys(text, links, keys, keys_from as usize, duplicates)?;
             }
-            // SAFETY: entry i holds the closing byte (not 0), and `open`
-            // is an entry before it.
-            unsafe {
-                links.set(open as usize, i as u32);
-                links.set(i, count);
-            }
+            links[open as usize] = i as u32;
+            links[i] = count;
             let parent = frames.pop().expect("a container has a parent frame");
             open = parent.open;
             count = parent.count;
@@ -479,16 +406,12 @@ fn walk<const STRICT: bool>(
                 if !number::number_end(text.src, p).is_some_and(|end| ends_scalar(text.src, end)) {
                     return Err(error_at(text, ErrorCode::InvalidNumber, i));
                 }
-                // SAFETY: a byte was read at entry i.
-                unsafe { links.set(i, 0) };
                 i += 1;
             }
             b't' | b'f' | b'n' => {
                 if !literal::is_valid(text.src, text.at(i)) {
                     return Err(error_at(text, ErrorCode::InvalidLiteral, i));
                 }
-                // SAFETY: a byte was read at entry i.
-                unsafe { links.set(i, 0) };
                 i += 1;
             }
             b'{' | b'[' => {
@@ -498,17 +421,10 @@ fn walk<const STRICT: bool>(
                 // `{` + 2 is `}`, `[` + 2 is `]`.
                 let closer = b + 2;
                 if text.byte(i + 1) == closer {
-                    // Empty: its count, links[i + 1], is 0.
-                    // SAFETY: a byte was read at entry i + 1.
-                    unsafe {
-                        links.set(i, (i + 1) as u32);
-                        links.set(i + 1, 0);
-                    }
+                    // Empty: its count, links[i + 1], stays 0.
+                    links[i] = (i + 1) as u32;
                     i += 2;
                 } else {
-                    // Rewritten when it closes.
-                    // SAFETY: a byte was read at entry i.
-                    unsafe { links.set(i, 0) };
                     frames.push(Frame {
                         open,
                         count,
