@@ -55,6 +55,7 @@ sweeps=(
     escaped_bits_on_random_masks escaped_bits_matches_naive_on_backslash_runs_across_blocks
     doubles_round_correctly sequential_and_random_element_access_agree
     classes_are_exact_for_every_byte_in_every_lane specials_at_every_offset_of_a_long_string
+    specials_in_long_non_ascii_text an_escape_carried_into_a_skipped_block
     long_texts_across_runs_and_a_tail_after_a_full_run blocks_of_every_density
     the_window_agrees_with_the_byte_reader
     errors_match_the_reference_on_mutated_documents

@@ -55,38 +55,48 @@ fn table(t: &[u8; 16]) -> __m256i {
     unsafe { _mm256_loadu_si256(both.as_ptr().cast()) }
 }
 
-/// For every byte value, the positions of its set bits, lowest first
-/// (padded with zeros).
-static BYTE_OFFSETS: [[u8; 8]; 256] = {
-    let mut table = [[0u8; 8]; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        let mut count = 0;
-        let mut bit = 0;
-        while bit < 8 {
-            if byte >> bit & 1 == 1 {
-                table[byte][count] = bit as u8;
-                count += 1;
+/// For byte `k` of a mask (0..8) and every value of that byte, the
+/// positions of its set bits within the 64-bit mask (`8 k` + bit), lowest
+/// first, padded with zeros. 16 KiB: one row per byte of the mask, so the
+/// writer adds only the block's base; row `k` is a constant displacement
+/// from the table's start.
+#[repr(C, align(64))]
+struct ByteOffsets([[[u8; 8]; 256]; 8]);
+
+static BYTE_OFFSETS: ByteOffsets = {
+    let mut table = [[[0u8; 8]; 256]; 8];
+    let mut k = 0;
+    while k < 8 {
+        let mut byte = 0;
+        while byte < 256 {
+            let mut count = 0;
+            let mut bit = 0;
+            while bit < 8 {
+                if byte >> bit & 1 == 1 {
+                    table[k][byte][count] = (8 * k + bit) as u8;
+                    count += 1;
+                }
+                bit += 1;
             }
-            bit += 1;
+            byte += 1;
         }
-        byte += 1;
+        k += 1;
     }
-    table
+    ByteOffsets(table)
 };
 
 /// [`Simd::write_offsets`] branch-free: per byte of `bits`, its set bits'
-/// offsets come from a 256-entry table, widened to eight `u32`s and stored
-/// at once; the cursor moves by the byte's popcount. Measured against the
-/// default (one by one), AVX2 stage 1: twitter +13%, citm +3%, canada
-/// +12%, from fewer mispredicted "more than 8" branches. The AVX-512
-/// kernel uses it too.
+/// offsets come from [`BYTE_OFFSETS`], are widened to eight `u32`s, have
+/// the base added and are stored at once; the cursor moves by the byte's
+/// popcount. Measured against the default (one by one), AVX2 stage 1:
+/// twitter +13%, citm +3%, canada +12%, from fewer mispredicted "more than
+/// 8" branches. The AVX-512 kernel uses it too.
 ///
 /// # Safety
 /// The CPU must support AVX2 and POPCNT (the caller holds a token that
 /// says so); `out` as for [`Simd::write_offsets`].
 #[inline(always)]
-pub(crate) unsafe fn write_offsets_by_bytes(out: *mut u32, base: u32, bits: u64) -> usize {
+pub(crate) unsafe fn write_offsets_by_bytes(out: *mut u32, base: u32, bits: u64) -> *mut u32 {
     // SAFETY: AVX2 intrinsics, available per the contract. Before byte k
     // the cursor is at most 8 k slots from `out` and the store writes 8
     // slots, so every store stays within the 64 the caller provides.
@@ -95,15 +105,12 @@ pub(crate) unsafe fn write_offsets_by_bytes(out: *mut u32, base: u32, bits: u64)
         let mut cursor = out;
         for k in 0..8 {
             let byte = (bits >> (8 * k)) as u8;
-            let offsets = _mm_loadl_epi64(BYTE_OFFSETS[byte as usize].as_ptr().cast());
-            let offsets = _mm256_add_epi32(
-                _mm256_cvtepu8_epi32(offsets),
-                _mm256_add_epi32(base, _mm256_set1_epi32(8 * k)),
-            );
+            let offsets = _mm_loadl_epi64(BYTE_OFFSETS.0[k][byte as usize].as_ptr().cast());
+            let offsets = _mm256_add_epi32(_mm256_cvtepu8_epi32(offsets), base);
             _mm256_storeu_si256(cursor.cast(), offsets);
             cursor = cursor.add(byte.count_ones() as usize);
         }
-        cursor.offset_from(out) as usize
+        cursor
     }
 }
 
@@ -160,6 +167,21 @@ fn string_specials(v: __m256i) -> __m256i {
     }
 }
 
+/// 0xFF where a byte is `"`, `\` or below 0x20.
+#[inline(always)]
+fn string_breaks(v: __m256i) -> __m256i {
+    // SAFETY: AVX2 intrinsics; only compiled into the AVX2 kernel.
+    unsafe {
+        _mm256_or_si256(
+            _mm256_or_si256(
+                _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8)),
+                _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8)),
+            ),
+            _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v),
+        )
+    }
+}
+
 impl Simd for Avx2 {
     type Block = Block;
     type Utf8 = Utf8;
@@ -200,6 +222,21 @@ impl Simd for Avx2 {
     }
 
     #[inline(always)]
+    fn is_string_content(self, b: &Block) -> bool {
+        // SAFETY: AVX2 intrinsics; an `Avx2` token exists.
+        unsafe {
+            let any = _mm256_or_si256(string_breaks(b.lo), string_breaks(b.hi));
+            _mm256_testz_si256(any, any) == 1
+        }
+    }
+
+    #[inline(always)]
+    fn has_non_ascii(self, b: &Block) -> bool {
+        // SAFETY: AVX2 intrinsics; an `Avx2` token exists.
+        unsafe { _mm256_movemask_epi8(_mm256_or_si256(b.lo, b.hi)) != 0 }
+    }
+
+    #[inline(always)]
     fn prefix_xor(self, bits: u64) -> u64 {
         // SAFETY: PCLMULQDQ and SSE2 intrinsics; an `Avx2` token exists.
         unsafe {
@@ -210,7 +247,7 @@ impl Simd for Avx2 {
     }
 
     #[inline(always)]
-    unsafe fn write_offsets(self, out: *mut u32, base: u32, bits: u64) -> usize {
+    unsafe fn write_offsets(self, out: *mut u32, base: u32, bits: u64) -> *mut u32 {
         // SAFETY: forwarded from the caller; an `Avx2` token exists.
         unsafe { write_offsets_by_bytes(out, base, bits) }
     }
@@ -223,7 +260,6 @@ impl Simd for Avx2 {
                 error: _mm256_setzero_si256(),
                 prev: _mm256_setzero_si256(),
                 incomplete: false,
-                truncated: false,
             }
         }
     }
@@ -236,11 +272,19 @@ pub(crate) struct Utf8 {
     error: __m256i,
     prev: __m256i,
     incomplete: bool,
-    /// An ASCII block followed an incomplete sequence.
-    truncated: bool,
 }
 
 impl Utf8 {
+    /// Records that a sequence left open was not continued.
+    #[cold]
+    #[inline(never)]
+    fn truncate(&mut self) {
+        // SAFETY: AVX2 intrinsics; a `Utf8` only exists inside the AVX2
+        // kernel.
+        unsafe { self.error = _mm256_set1_epi8(-1) };
+        self.incomplete = false;
+    }
+
     /// Checks one 32-byte vector against its predecessor `prev`.
     #[inline(always)]
     fn check_vector(&mut self, input: __m256i, prev: __m256i) {
@@ -292,9 +336,11 @@ impl Utf8Check<Block> for Utf8 {
         unsafe {
             let either = _mm256_or_si256(b.lo, b.hi);
             if _mm256_movemask_epi8(either) == 0 {
-                // ASCII: nothing to check beyond an open sequence.
-                self.truncated |= self.incomplete;
-                self.incomplete = false;
+                // ASCII: nothing to check beyond an open sequence, which
+                // it cuts short (rare: a branch, not a store per block).
+                if self.incomplete {
+                    self.truncate();
+                }
             } else {
                 self.check_vector(b.lo, self.prev);
                 self.check_vector(b.hi, b.lo);
@@ -308,22 +354,18 @@ impl Utf8Check<Block> for Utf8 {
 
     #[inline(always)]
     fn skip_ascii(&mut self) {
+        if self.incomplete {
+            self.truncate();
+        }
         // SAFETY: AVX2 intrinsics; a `Utf8` only exists inside the AVX2
         // kernel.
         unsafe { self.prev = _mm256_setzero_si256() }
     }
 
     #[inline(always)]
-    fn at_boundary(&self) -> bool {
-        !self.incomplete
-    }
-
-    #[inline(always)]
     fn finish(&mut self) -> bool {
         // SAFETY: AVX2 intrinsics; a `Utf8` only exists inside the AVX2
         // kernel.
-        unsafe {
-            _mm256_testz_si256(self.error, self.error) == 0 || self.incomplete || self.truncated
-        }
+        unsafe { _mm256_testz_si256(self.error, self.error) == 0 || self.incomplete }
     }
 }

@@ -108,6 +108,23 @@ impl Simd for Avx512 {
     }
 
     #[inline(always)]
+    fn is_string_content(self, &v: &__m512i) -> bool {
+        // SAFETY: AVX-512F/BW intrinsics; an `Avx512` token exists.
+        unsafe {
+            let breaks = _mm512_cmplt_epu8_mask(v, _mm512_set1_epi8(0x20))
+                | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'"' as i8))
+                | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'\\' as i8));
+            breaks == 0
+        }
+    }
+
+    #[inline(always)]
+    fn has_non_ascii(self, &v: &__m512i) -> bool {
+        // SAFETY: AVX-512BW intrinsics; an `Avx512` token exists.
+        unsafe { _mm512_movepi8_mask(v) != 0 }
+    }
+
+    #[inline(always)]
     fn prefix_xor(self, bits: u64) -> u64 {
         // SAFETY: PCLMULQDQ and SSE2 intrinsics; an `Avx512` token exists.
         unsafe {
@@ -136,7 +153,7 @@ impl Simd for Avx512 {
     /// on (no AVX-512), and Miri, which runs this kernel there with its
     /// features emulated (`make sanitize`), cannot execute it.
     #[inline(always)]
-    unsafe fn write_offsets(self, out: *mut u32, base: u32, bits: u64) -> usize {
+    unsafe fn write_offsets(self, out: *mut u32, base: u32, bits: u64) -> *mut u32 {
         // SAFETY: forwarded from the caller; an `Avx512` token exists, so
         // the CPU has AVX2 and POPCNT.
         unsafe { avx2::write_offsets_by_bytes(out, base, bits) }
@@ -218,14 +235,11 @@ impl Utf8Check<__m512i> for Utf8 {
 
     #[inline(always)]
     fn skip_ascii(&mut self) {
+        self.truncated |= self.incomplete;
+        self.incomplete = false;
         // SAFETY: AVX-512F intrinsics; a `Utf8` only exists inside this
         // kernel.
         unsafe { self.prev = _mm512_setzero_si512() }
-    }
-
-    #[inline(always)]
-    fn at_boundary(&self) -> bool {
-        !self.incomplete
     }
 
     #[inline(always)]

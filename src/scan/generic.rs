@@ -44,14 +44,19 @@
 //!
 //! # Long strings
 //!
-//! A block that starts inside a string, with no escape or partial UTF-8
-//! sequence carried in, and that holds no quote, backslash, control or
-//! non-ASCII byte, cannot change any state: it is skipped after one test.
-//! This is what lets a 1 MB base64 image be scanned at close to memory
-//! bandwidth. The test is only tried after a block that ended with at
-//! least 32 bytes inside a string, so the short strings of dense JSON do
-//! not pay for it; once a block was skipped, the next ones are tested four
-//! at a time.
+//! A block that starts inside a string and holds no quote, backslash or
+//! control byte is string content and nothing else: it indexes nothing
+//! and cannot change the string state, so it skips classification and
+//! the offset writer after one test. Only its UTF-8 is checked, if it has
+//! non-ASCII bytes (the long tweets of twitter.json, 13% of its blocks:
+//! stage 1 +8%); a plain ASCII one (a base64 image) needs nothing at all,
+//! and from it on the next blocks are tested four at a time, which is
+//! what lets a 1 MB image be scanned at close to memory bandwidth. What
+//! the previous block carries in needs care: an escape of byte 0 is
+//! recorded, and a UTF-8 sequence left open is an error, as the checker
+//! would find. The test is only tried after a block that was inside a
+//! string from its first byte to its last, so the short strings of dense
+//! JSON do not pay for it (one branch on a flag).
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Index;
@@ -87,21 +92,26 @@ pub(crate) trait Simd: Copy {
     fn masks(self, block: &Self::Block) -> Masks;
     /// True when no byte is `"`, `\`, below 0x20 or above 0x7F.
     fn is_plain_string(self, block: &Self::Block) -> bool;
+    /// True when no byte is `"`, `\` or below 0x20: inside a string,
+    /// such a block is string content and nothing else.
+    fn is_string_content(self, block: &Self::Block) -> bool;
+    /// True when some byte is above 0x7F.
+    fn has_non_ascii(self, block: &Self::Block) -> bool;
     /// Bit `i` of the result is the XOR of bits `0..=i` of `bits`.
     fn prefix_xor(self, bits: u64) -> u64;
     /// A fresh UTF-8 checker.
     fn utf8(self) -> Self::Utf8;
 
     /// Writes `base + i` for every set bit `i` of `bits`, lowest first,
-    /// from `out` on, and returns how many that is. The default takes the
-    /// bits one by one; a kernel may override it with something
-    /// branch-free.
+    /// from `out` on, and returns the slot past the last one written. The
+    /// default takes the bits one by one; a kernel may override it with
+    /// something branch-free.
     ///
     /// # Safety
     /// `out` must be valid for writing 64 `u32`s; slots past the count
     /// may be overwritten with anything.
     #[inline(always)]
-    unsafe fn write_offsets(self, out: *mut u32, base: u32, bits: u64) -> usize {
+    unsafe fn write_offsets(self, out: *mut u32, base: u32, bits: u64) -> *mut u32 {
         // SAFETY: forwarded from the caller.
         unsafe { write_offsets_one_by_one(out, base, bits) }
     }
@@ -115,7 +125,7 @@ pub(crate) trait Simd: Copy {
 /// # Safety
 /// As for [`Simd::write_offsets`].
 #[inline(always)]
-pub(crate) unsafe fn write_offsets_one_by_one(out: *mut u32, base: u32, mut bits: u64) -> usize {
+pub(crate) unsafe fn write_offsets_one_by_one(out: *mut u32, base: u32, mut bits: u64) -> *mut u32 {
     let count = bits.count_ones() as usize;
     let mut fill = |from: usize, to: usize| {
         for i in from..to {
@@ -137,7 +147,8 @@ pub(crate) unsafe fn write_offsets_one_by_one(out: *mut u32, base: u32, mut bits
             fill(16, count);
         }
     }
-    count
+    // SAFETY: count <= 64, within the caller's slots.
+    unsafe { out.add(count) }
 }
 
 /// Appends, for each `(base, bits)` of `masks` in order, the offsets of
@@ -152,26 +163,40 @@ fn push_masks<S: Simd>(simd: S, out: &mut Vec<u32>, masks: &[(u32, u64)]) {
     out.reserve(64 * masks.len());
     let start = out.len();
     let dst = out.spare_capacity_mut().as_mut_ptr().cast::<u32>();
-    let mut n = 0;
+    let mut cursor = dst;
     for &(base, bits) in masks {
-        // SAFETY: before mask k, n <= 64 k (each mask adds at most 64), so
-        // the 64 slots from n lie within the 64 * masks.len() reserved
-        // above.
-        n += unsafe { simd.write_offsets(dst.add(n), base, bits) };
+        // SAFETY: before mask k the cursor is at most 64 k slots past
+        // `dst` (each mask adds at most 64), so the 64 slots from it lie
+        // within the 64 * masks.len() reserved above.
+        cursor = unsafe { simd.write_offsets(cursor, base, bits) };
     }
-    // SAFETY: write_offsets initialised slots start..start + n, within
-    // the capacity.
-    unsafe { out.set_len(start + n) }
+    // SAFETY: write_offsets initialised the slots from `dst` to `cursor`,
+    // within the capacity.
+    unsafe { out.set_len(start + cursor.offset_from(dst) as usize) }
+}
+
+/// [`push_masks`] for masks with few bits (escapes: mostly one or two per
+/// block that has any), taken one by one: the kernels' branch-free
+/// writers cost the same for one bit as for sixty-four. Out of line: in
+/// the scan's body it changed the register allocation of the hot loop.
+#[inline(never)]
+fn push_sparse(out: &mut Vec<u32>, masks: &[(u32, u64)]) {
+    for &(base, mut bits) in masks {
+        while bits != 0 {
+            out.push(base + bits.trailing_zeros());
+            bits &= bits - 1;
+        }
+    }
 }
 
 /// A streaming UTF-8 validator fed one block at a time.
 pub(crate) trait Utf8Check<B> {
     /// Validates `block`, continuing sequences from the previous block.
     fn check(&mut self, block: &B);
-    /// Records that a block of plain ASCII was skipped without `check`.
+    /// Records that a block of plain ASCII was skipped without `check`
+    /// (a sequence the previous block left open is then an error, as
+    /// `check` would find).
     fn skip_ascii(&mut self);
-    /// True when no multi-byte sequence is left open at the last block's end.
-    fn at_boundary(&self) -> bool;
     /// True when any error was seen, counting an open sequence at the end.
     fn finish(&mut self) -> bool;
 }
@@ -192,16 +217,30 @@ pub(crate) fn prefix_xor_by_shifts(mut bits: u64) -> u64 {
 /// State carried from one block to the next.
 #[derive(Default)]
 struct Carry {
-    /// All ones when the previous block ended inside a string.
+    /// The previous block's in-string mask (0 before the first block).
+    /// Its top bit says whether the next block starts inside a string;
+    /// all ones says the whole block was, and only then is the next block
+    /// tested for skipping (see "Long strings" above). One register for
+    /// both: the loop has none to spare.
     in_string: u64,
     /// 1 when byte 0 of the next block is escaped.
     escaped: u64,
     /// 1 when the previous block ended in the middle of a scalar.
     scalar: u64,
-    /// True when at least the last 32 bytes of the previous block were
-    /// inside a string: only then is the next block tested for skipping
-    /// (see "Long strings" above).
-    long_string: bool,
+}
+
+impl Carry {
+    /// All ones when the next block starts inside a string, else 0.
+    #[inline(always)]
+    fn starts_in_string(&self) -> u64 {
+        ((self.in_string as i64) >> 63) as u64
+    }
+
+    /// Whether the whole previous block was inside a string.
+    #[inline(always)]
+    fn long_string(&self) -> bool {
+        self.in_string == u64::MAX
+    }
 }
 
 /// Bits set where a byte is escaped by a backslash; `carry` (0 or 1) says
@@ -228,35 +267,38 @@ pub(crate) fn escaped_bits(backslash: u64, carry: &mut u64) -> u64 {
     escaped
 }
 
-/// Scans one block at `pos`: returns its structurals and its escaped
-/// bytes inside strings, or the offset of a raw control byte inside a
-/// string.
+/// One block's results.
+struct Found {
+    /// Offsets to index, relative to the block.
+    structurals: u64,
+    /// Escaped bytes inside strings.
+    escapes: u64,
+    /// Raw control bytes inside strings (an error when not 0).
+    control: u64,
+}
+
+/// Scans one block.
+///
+/// Only the escape and in-string carries are serial from block to block;
+/// the scalar starts are found without knowing where strings are (as
+/// simdjson does) and masked afterwards, which keeps them off that chain:
+/// a byte outside strings is never preceded by a byte inside one except
+/// a closing quote, which is no scalar byte, so the result is the same.
 #[inline(always)]
-fn step<S: Simd>(
-    simd: S,
-    block: &S::Block,
-    pos: usize,
-    carry: &mut Carry,
-) -> core::result::Result<(u64, u64), usize> {
+fn step<S: Simd>(simd: S, block: &S::Block, carry: &mut Carry) -> Found {
     let m = simd.masks(block);
     let escaped = escaped_bits(m.backslash, &mut carry.escaped);
     let quotes = m.quote & !escaped;
-    let in_string = simd.prefix_xor(quotes) ^ carry.in_string;
-    carry.in_string = ((in_string as i64) >> 63) as u64;
-    carry.long_string = in_string >> 32 == u64::from(u32::MAX);
-
-    let control_in_string = m.control & in_string;
-    if control_in_string != 0 {
-        return Err(pos + control_in_string.trailing_zeros() as usize);
-    }
-    let outside = !in_string;
-    let scalar = !(m.op | m.whitespace | quotes) & outside;
+    let in_string = simd.prefix_xor(quotes) ^ carry.starts_in_string();
+    carry.in_string = in_string;
+    let scalar = !(m.op | m.whitespace | quotes);
     let scalar_starts = scalar & !((scalar << 1) | carry.scalar);
     carry.scalar = scalar >> 63;
-    Ok((
-        (m.op & outside) | quotes | scalar_starts,
-        escaped & in_string,
-    ))
+    Found {
+        structurals: ((m.op | scalar_starts) & !in_string) | quotes,
+        escapes: escaped & in_string,
+        control: m.control & in_string,
+    }
 }
 
 /// Blocks scanned before their structurals are written out: bounds what
@@ -268,9 +310,14 @@ const RUN: usize = 64;
 /// 4 GiB.
 ///
 /// Works in runs of up to [`RUN`] blocks: the first loop classifies the
-/// blocks and keeps each one's structural mask, the second writes the
-/// offsets. Split this way each loop keeps its state in registers, and
-/// the offsets of one block are written while nothing waits on them.
+/// blocks and keeps each one's structural mask (and, rarely, its escape
+/// mask), the second writes the offsets. Split this way each loop keeps
+/// its state in registers, and the offsets of one block are written
+/// while nothing waits on them. Rejected, measured on the corpus (AVX2):
+/// writing each block's offsets right after classifying it, as simdjson
+/// does (10-15% slower: the loop then spills its carries to the stack),
+/// and reading the mask's bytes from memory in the writer (fewer
+/// instructions, no faster).
 ///
 /// # Safety
 /// The CPU must support the instructions `simd` uses (its kernel's
@@ -282,20 +329,33 @@ pub(crate) unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> 
     let mut carry = Carry::default();
     let mut utf8 = simd.utf8();
     let mut found = [(0u32, 0u64); RUN];
+    let mut escapes = [(0u32, 0u64); RUN];
     let mut pos = 0usize;
     while pos < len {
         let run_end = whole.min(pos + 64 * RUN);
-        let mut n = 0;
+        // A pointer rather than a count: one register fewer in the loop.
+        let found_start = found.as_mut_ptr();
+        let mut found_end = found_start;
+        let mut n_escapes = 0;
         while pos < run_end {
             // SAFETY: pos + 64 <= whole <= len, so 64 bytes are readable.
             let block = unsafe { simd.load(input.as_ptr().add(pos)) };
-            if carry.long_string
-                && carry.escaped == 0
-                && utf8.at_boundary()
-                && simd.is_plain_string(&block)
-            {
-                // Long strings: four blocks per test from here on.
+            if carry.long_string() && simd.is_string_content(&block) {
+                // Inside a string, so byte 0 escaped by a backslash run
+                // ending the previous block is an escape to record.
+                if carry.escaped != 0 {
+                    carry.escaped = 0;
+                    // SAFETY: at most one entry per block of the run.
+                    unsafe { *escapes.get_unchecked_mut(n_escapes) = (pos as u32, 1) };
+                    n_escapes += 1;
+                }
                 pos += 64;
+                if simd.has_non_ascii(&block) {
+                    // Text in other scripts: only its UTF-8 to check.
+                    utf8.check(&block);
+                    continue;
+                }
+                // Plain ASCII (base64): four blocks per test from here on.
                 // SAFETY: pos + 256 <= run_end <= len: 256 readable bytes.
                 let plain4 = |at: usize| unsafe {
                     let p = input.as_ptr().add(at);
@@ -311,15 +371,28 @@ pub(crate) unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> 
                 continue;
             }
             utf8.check(&block);
-            let (structurals, escapes) =
-                step(simd, &block, pos, &mut carry).map_err(|at| control_error(input, at))?;
-            found[n] = (pos as u32, structurals);
-            n += 1;
-            if escapes != 0 {
-                push_masks(simd, &mut index.escapes, &[(pos as u32, escapes)]);
+            let f = step(simd, &block, &mut carry);
+            if f.control != 0 {
+                return Err(control_error(
+                    input,
+                    pos + f.control.trailing_zeros() as usize,
+                ));
+            }
+            // SAFETY: this run has at most RUN blocks (run_end), so the
+            // slot is one of `found`'s.
+            unsafe {
+                found_end.write((pos as u32, f.structurals));
+                found_end = found_end.add(1);
+            }
+            if f.escapes != 0 {
+                // SAFETY: as for `found`, at most one entry per block.
+                unsafe { *escapes.get_unchecked_mut(n_escapes) = (pos as u32, f.escapes) };
+                n_escapes += 1;
             }
             pos += 64;
         }
+        // SAFETY: both point into `found`.
+        let mut n = unsafe { found_end.offset_from(found_start) } as usize;
         if pos == whole && pos < len && n < RUN {
             // Never read past the input: the tail goes through a padded
             // copy. Spaces are whitespace, so the padding adds no
@@ -329,16 +402,25 @@ pub(crate) unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> 
             // SAFETY: `tail` is 64 readable bytes.
             let block = unsafe { simd.load(tail.as_ptr()) };
             utf8.check(&block);
-            let (structurals, escapes) =
-                step(simd, &block, pos, &mut carry).map_err(|at| control_error(input, at))?;
-            found[n] = (pos as u32, structurals);
+            let f = step(simd, &block, &mut carry);
+            if f.control != 0 {
+                return Err(control_error(
+                    input,
+                    pos + f.control.trailing_zeros() as usize,
+                ));
+            }
+            found[n] = (pos as u32, f.structurals);
             n += 1;
-            if escapes != 0 {
-                push_masks(simd, &mut index.escapes, &[(pos as u32, escapes)]);
+            if f.escapes != 0 {
+                escapes[n_escapes] = (pos as u32, f.escapes);
+                n_escapes += 1;
             }
             pos = len;
         }
         push_masks(simd, &mut index.positions, &found[..n]);
+        if n_escapes != 0 {
+            push_sparse(&mut index.escapes, &escapes[..n_escapes]);
+        }
     }
     if utf8.finish() {
         if let Err(e) = core::str::from_utf8(input) {
@@ -346,7 +428,7 @@ pub(crate) unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> 
         }
         debug_assert!(false, "SIMD UTF-8 check disagrees with core::str");
     }
-    if carry.in_string != 0 {
+    if carry.starts_in_string() != 0 {
         // Nothing inside a string is indexed, so the last entry is the
         // opening quote of the unterminated string.
         let at = index.positions.last().map_or(0, |&p| p as usize);

@@ -217,6 +217,36 @@ impl<const PMULL: bool> Simd for Neon<PMULL> {
     }
 
     #[inline(always)]
+    fn is_string_content(self, b: &Block) -> bool {
+        // SAFETY: NEON intrinsics, baseline on aarch64.
+        unsafe {
+            // As `string_specials`, with an unsigned compare: XOR 2 moves
+            // '"' to 0x20 and keeps 00..1F below it, and 80..FF stay
+            // above, so one compare catches quotes and control bytes.
+            let breaks = |v: uint8x16_t| {
+                vorrq_u8(
+                    vcltq_u8(veorq_u8(v, vdupq_n_u8(2)), vdupq_n_u8(0x21)),
+                    vceqq_u8(v, vdupq_n_u8(b'\\')),
+                )
+            };
+            let any = vorrq_u8(
+                vorrq_u8(breaks(b.0[0]), breaks(b.0[1])),
+                vorrq_u8(breaks(b.0[2]), breaks(b.0[3])),
+            );
+            vmaxvq_u8(any) == 0
+        }
+    }
+
+    #[inline(always)]
+    fn has_non_ascii(self, b: &Block) -> bool {
+        // SAFETY: NEON intrinsics, baseline on aarch64.
+        unsafe {
+            let any = vorrq_u8(vorrq_u8(b.0[0], b.0[1]), vorrq_u8(b.0[2], b.0[3]));
+            vmaxvq_u8(any) >= 0x80
+        }
+    }
+
+    #[inline(always)]
     fn prefix_xor(self, bits: u64) -> u64 {
         if PMULL {
             // SAFETY: a `Neon<true>` exists, so the CPU has PMULL.
@@ -325,13 +355,12 @@ impl Utf8Check<Block> for Utf8 {
     #[inline(always)]
     fn skip_ascii(&mut self) {
         // SAFETY: NEON intrinsics, baseline on aarch64.
-        self.prev = Block([unsafe { vdupq_n_u8(0) }; 4]);
-    }
-
-    #[inline(always)]
-    fn at_boundary(&self) -> bool {
-        // SAFETY: NEON intrinsics, baseline on aarch64.
-        unsafe { vmaxvq_u8(self.incomplete) == 0 }
+        unsafe {
+            // As `check` on an ASCII block: an open sequence is an error.
+            self.error = vorrq_u8(self.error, self.incomplete);
+            self.incomplete = vdupq_n_u8(0);
+            self.prev = Block([vdupq_n_u8(0); 4]);
+        }
     }
 
     #[inline(always)]
@@ -360,6 +389,25 @@ mod tests {
                 assert_eq!(bit(m.op), b"{}[]:,".contains(&b), "{b:02x}");
                 assert_eq!(bit(m.whitespace), b" \t\n\r".contains(&b), "{b:02x}");
                 assert_eq!(bit(m.control), b < 0x20, "{b:02x}");
+            }
+        }
+        // The whole-block tests, with one byte value among plain letters
+        // at every lane.
+        for value in 0..=255u8 {
+            for lane in 0..64 {
+                let mut bytes = [b'a'; 64];
+                bytes[lane] = value;
+                // SAFETY: `bytes` is 64 readable bytes.
+                let block = unsafe { Neon::new().load(bytes.as_ptr()) };
+                let breaks = value < 0x20 || value == b'"' || value == b'\\';
+                let kernel = Neon::new();
+                assert_eq!(kernel.is_string_content(&block), !breaks, "{value:02x}");
+                assert_eq!(
+                    kernel.is_plain_string(&block),
+                    !breaks && value < 0x80,
+                    "{value:02x}"
+                );
+                assert_eq!(kernel.has_non_ascii(&block), value >= 0x80, "{value:02x}");
             }
         }
     }

@@ -123,6 +123,23 @@ impl Simd for Scalar {
     }
 
     #[inline(always)]
+    fn is_string_content(self, block: &[u64; 8]) -> bool {
+        let breaks = block.iter().fold(0, |acc, &w| {
+            let x7 = w & !HIGH;
+            // Only bytes below 0x80 can be one of these.
+            let quote_backslash_control =
+                !(differs(x7, b'"') & differs(x7, b'\\') & (x7 + splat(0x60)));
+            acc | (quote_backslash_control & !w & HIGH)
+        });
+        breaks == 0
+    }
+
+    #[inline(always)]
+    fn has_non_ascii(self, block: &[u64; 8]) -> bool {
+        block.iter().fold(0, |acc, &w| acc | w) & HIGH != 0
+    }
+
+    #[inline(always)]
     fn prefix_xor(self, bits: u64) -> u64 {
         generic::prefix_xor_by_shifts(bits)
     }
@@ -140,10 +157,6 @@ impl Utf8Check<[u64; 8]> for Verdict {
     fn check(&mut self, _block: &[u64; 8]) {}
     #[inline(always)]
     fn skip_ascii(&mut self) {}
-    #[inline(always)]
-    fn at_boundary(&self) -> bool {
-        true
-    }
     fn finish(&mut self) -> bool {
         !self.0
     }
@@ -181,6 +194,12 @@ mod tests {
                     kernel.is_plain_string(&words),
                     plain,
                     "{value:#x} {other:#x}"
+                );
+                let content = block.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\');
+                assert_eq!(kernel.is_string_content(&words), content);
+                assert_eq!(
+                    kernel.has_non_ascii(&words),
+                    block.iter().any(|&b| b >= 0x80)
                 );
             }
         }

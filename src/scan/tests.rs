@@ -278,6 +278,51 @@ fn specials_at_every_offset_of_a_long_string() {
 }
 
 #[test]
+fn specials_in_long_non_ascii_text() {
+    // Blocks inside a string that hold no quote, backslash or control
+    // byte skip classification whatever their script; only their UTF-8
+    // is checked. Text in a 3-byte script with a special at every offset,
+    // sequences cut at every block boundary, some broken.
+    let word = "日本語のテキスト".as_bytes();
+    for special in [&b"\""[..], b"\\n", b"\x01", b"a", b"\xe6\x97", b"\xff"] {
+        for at in 0..400 {
+            let mut s = b"[\"".to_vec();
+            while s.len() < at {
+                s.extend_from_slice(word);
+            }
+            s.extend_from_slice(special);
+            while s.len() < 700 {
+                s.extend_from_slice(word);
+            }
+            s.extend_from_slice(b"\",1]");
+            check_all_kernels(&s, false);
+        }
+    }
+}
+
+#[test]
+fn an_escape_carried_into_a_skipped_block() {
+    // A backslash run that ends a block escapes byte 0 of the next; when
+    // that block is then skipped as plain string content, its escape must
+    // still be recorded (and a run of even length escapes nothing).
+    for run in 1..=4 {
+        for end in [63, 127, 191] {
+            let mut s = b"[\"".to_vec();
+            s.extend(std::iter::repeat_n(b'a', end + 1 - run - s.len()));
+            s.extend(std::iter::repeat_n(b'\\', run));
+            s.extend(std::iter::repeat_n(b'n', 300));
+            s.extend_from_slice(b"\",1]");
+            check_all_kernels(&s, false);
+            // And a skipped block of non-ASCII text after the escape.
+            let mut t = s[..end + 1].to_vec();
+            t.extend_from_slice("é".repeat(150).as_bytes());
+            t.extend_from_slice(b"\",1]");
+            check_all_kernels(&t, false);
+        }
+    }
+}
+
+#[test]
 fn blocks_of_every_density() {
     // Offsets are written per block, several at a time: blocks holding
     // 0 to 64 structurals, each pattern shifted across every lane.
