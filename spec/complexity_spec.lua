@@ -12,11 +12,8 @@
 
 local qjson = require("qjson")
 
-local clock = os.clock
+local assert_linear = require("helper").assert_linear
 local concat = table.concat
-
-local MAX_RATIO = 6
-local ROUNDS = 5
 
 -- {"messages":[{"role":"user","content":[{"type":"text","text":"m1"}]},...]}
 local function messages(n)
@@ -34,53 +31,6 @@ local function object(n)
         t[i] = '"k' .. i .. '":' .. i
     end
     return "{" .. concat(t, ",") .. "}"
-end
-
--- CPU seconds of `reps` runs of `run(input, n)`.
-local function time(run, input, n, reps)
-    collectgarbage()
-    local t0 = clock()
-    for _ = 1, reps do
-        run(input, n)
-    end
-    return clock() - t0
-end
-
--- The time for 4n over the time for n, best of ROUNDS alternating
--- samples, each long enough to time (runs repeated). The sizes are kept
--- small enough for both working sets to stay in the CPU's caches: where
--- 4n would spill out of them, each access costs more and the ratio
--- would measure the memory hierarchy, not the algorithm. A quadratic loop
--- shows 16x at any size.
-local function growth(make, run, n)
-    local small, big = make(n), make(4 * n)
-    local reps = 1
-    while time(run, small, n, reps) < 0.005 do
-        reps = reps * 2
-    end
-    local ts, tb = math.huge, math.huge
-    for _ = 1, ROUNDS do
-        ts = math.min(ts, time(run, small, n, reps))
-        tb = math.min(tb, time(run, big, 4 * n, reps))
-    end
-    return tb / ts, ts, tb
-end
-
--- Up to ATTEMPTS measurements, for a moment of load on the machine; a
--- quadratic loop fails every one.
-local ATTEMPTS = 3
-
-local function assert_linear(make, run, n)
-    local ratio, ts, tb
-    for _ = 1, ATTEMPTS do
-        ratio, ts, tb = growth(make, run, n)
-        if ratio <= MAX_RATIO then
-            return
-        end
-    end
-    assert.is_true(ratio <= MAX_RATIO,
-        ("%d -> %d elements: %.4f s -> %.4f s, %.1fx (at most %dx)")
-        :format(n, 4 * n, ts, tb, ratio, MAX_RATIO))
 end
 
 local PATTERNS = {

@@ -65,4 +65,50 @@ function _M.chat_request(bytes, messages)
            .. table.concat(parts, ",") .. "]}"
 end
 
+-- Linear time, tested by a ratio of sizes in one process: `run(make(n), n)`
+-- and `run(make(4 * n), 4 * n)` timed alternately, best of ROUNDS, each
+-- sample repeated until long enough to time; 4x the size must cost at most
+-- MAX_RATIO times as much (linear work gives about 4x, quadratic 16x).
+-- Up to ATTEMPTS measurements, for a moment of load on the machine: a
+-- quadratic loop fails every one. Keep n small enough for both working
+-- sets to stay in the CPU's caches, or the ratio measures the memory
+-- hierarchy rather than the algorithm.
+local MAX_RATIO, ROUNDS, ATTEMPTS = 6, 5, 4
+
+-- CPU seconds of `reps` runs of `run(input, n)`.
+local function cpu_time(run, input, n, reps)
+    collectgarbage()
+    local t0 = os.clock()
+    for _ = 1, reps do
+        run(input, n)
+    end
+    return os.clock() - t0
+end
+
+local function growth(make, run, n)
+    local small, big = make(n), make(4 * n)
+    local reps = 1
+    while cpu_time(run, small, n, reps) < 0.005 do
+        reps = reps * 2
+    end
+    local ts, tb = math.huge, math.huge
+    for _ = 1, ROUNDS do
+        ts = math.min(ts, cpu_time(run, small, n, reps))
+        tb = math.min(tb, cpu_time(run, big, 4 * n, reps))
+    end
+    return tb / ts, ts, tb
+end
+
+function _M.assert_linear(make, run, n)
+    local ratio, ts, tb
+    for _ = 1, ATTEMPTS do
+        ratio, ts, tb = growth(make, run, n)
+        if ratio <= MAX_RATIO then
+            return
+        end
+    end
+    error(("%d -> %d: %.4f s -> %.4f s, %.1fx (at most %dx)")
+          :format(n, 4 * n, ts, tb, ratio, MAX_RATIO), 2)
+end
+
 return _M

@@ -263,7 +263,6 @@ describe("input size", function()
             return pending(("needs %d MB free, /proc/meminfo has %d MB")
                            :format(need / 2 ^ 20, mem_available() / 2 ^ 20))
         end
-        local t0 = os.clock()
         -- ["aaa…a", 1]: a 1 GB string, then a value the parser must reach.
         local b = require("string.buffer").new(size)
         b:put('["')
@@ -282,7 +281,6 @@ describe("input size", function()
         assert.equal("qjson: unterminated string starting at byte 1", err)
         text = nil -- luacheck: ignore 311
         collectgarbage()
-        assert(os.clock() - t0 < 20, "took over 20 s")
     end)
 end)
 

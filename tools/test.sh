@@ -10,6 +10,10 @@ passed=0
 failed=0
 failures=()
 skipped=()
+# What each failing suite said about its failures, repeated at the end so
+# that the tail of a long log (all a CI summary may keep) names them.
+failure_details=$(mktemp)
+trap 'rm -f "$failure_details"' EXIT
 
 # Kernels this CPU can run; each Rust and Lua suite runs once per kernel
 # (the Rust tests also compare every kernel the CPU runs against the
@@ -65,7 +69,13 @@ counted_tests() {
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         failed=$((failed + 1))
     fi
-    [ "$rc" -eq 0 ] || failures+=("$name")
+    if [ "$rc" -ne 0 ]; then
+        failures+=("$name")
+        {
+            echo "--- $name"
+            grep -E -A12 '^not ok |^---- |panicked at' "$out" | head -60
+        } >>"$failure_details"
+    fi
     rm -f "$out"
 }
 
@@ -166,6 +176,7 @@ for reason in "${skipped[@]}"; do
     echo "skipped: $reason"
 done
 if [ ${#failures[@]} -gt 0 ]; then
+    cat "$failure_details"
     echo "failed: ${failures[*]}"
 fi
 echo "$passed passed, $failed failed"
