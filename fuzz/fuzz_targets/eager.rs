@@ -13,8 +13,7 @@
 use libfuzzer_sys::fuzz_target;
 use qjson::eager::{self, Flow, Outcome, Scratch, Stack, Stop};
 use qjson::navigate::ValueType;
-use qjson::validate::{DEFAULT_MAX_DEPTH, DuplicateKeys, Options};
-use qjson_fuzz::{Doc, Tape, take};
+use qjson_fuzz::{Doc, Tape, options, take};
 
 /// A value as the sink builds it.
 #[derive(Debug)]
@@ -69,7 +68,9 @@ impl Stack for Sink {
         _last: bool,
     ) -> Flow {
         let per = if object { 2 } else { 1 };
-        let taken = self.stack.split_off(self.stack.len() - per * pending as usize);
+        let taken = self
+            .stack
+            .split_off(self.stack.len() - per * pending as usize);
         let slot = self.stack.last_mut().expect("a container's slot");
         if let V::Slot = slot {
             assert_eq!(stored, 0);
@@ -83,16 +84,26 @@ impl Stack for Sink {
             let keys: Vec<_> = taken.iter().step_by(2).collect();
             for (k, key) in keys.iter().enumerate() {
                 assert!(
-                    keys[..k].iter().all(|other| !matches!((other, key), (V::Key(a), V::Key(b)) if a == b)),
+                    keys[..k]
+                        .iter()
+                        .all(|other| !matches!((other, key), (V::Key(a), V::Key(b)) if a == b)),
                     "a chunk said distinct repeats {key:?}"
                 );
             }
         }
         for (k, v) in taken.into_iter().enumerate() {
-            assert_eq!(object && k % 2 == 0, matches!(v, V::Key(_)), "keys and values alternate");
+            assert_eq!(
+                object && k % 2 == 0,
+                matches!(v, V::Key(_)),
+                "keys and values alternate"
+            );
             if self.strict && object && k % 2 == 0 {
                 let V::Key(key) = &v else { unreachable!() };
-                if values.iter().step_by(2).any(|m| matches!(m, V::Key(m) if m == key)) {
+                if values
+                    .iter()
+                    .step_by(2)
+                    .any(|m| matches!(m, V::Key(m) if m == key))
+                {
                     return Err(Stop::Invalid);
                 }
             }
@@ -126,16 +137,7 @@ fuzz_target!(|data: &[u8]| {
     let Some(([policy, depth], text)) = take::<2>(data) else {
         return;
     };
-    let policy = i32::from(policy & 1);
-    let depth = u32::from(depth);
-    let opts = Options {
-        max_depth: if depth == 0 { DEFAULT_MAX_DEPTH } else { depth },
-        duplicate_keys: if policy == 1 {
-            DuplicateKeys::Error
-        } else {
-            DuplicateKeys::LastWins
-        },
-    };
+    let (opts, policy, depth) = options(policy, depth);
     let mut sink = Sink {
         strict: policy == 1,
         stack: Vec::new(),

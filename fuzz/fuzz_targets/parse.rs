@@ -17,23 +17,14 @@ use libfuzzer_sys::fuzz_target;
 use qjson::error::ErrorCode;
 use qjson::index::Index;
 use qjson::scan::{scan_with, supported_kernels};
-use qjson::validate::{self, DEFAULT_MAX_DEPTH, DuplicateKeys, Options};
-use qjson_fuzz::{Doc, Rejected, take};
+use qjson::validate;
+use qjson_fuzz::{Doc, Rejected, options, take};
 
 fuzz_target!(|data: &[u8]| {
     let Some(([policy, depth], text)) = take::<2>(data) else {
         return;
     };
-    let policy = i32::from(policy & 1);
-    let depth = u32::from(depth);
-    let opts = Options {
-        max_depth: if depth == 0 { DEFAULT_MAX_DEPTH } else { depth },
-        duplicate_keys: if policy == 1 {
-            DuplicateKeys::Error
-        } else {
-            DuplicateKeys::LastWins
-        },
-    };
+    let (opts, policy, depth) = options(policy, depth);
 
     let mut first = None;
     for kernel in supported_kernels() {

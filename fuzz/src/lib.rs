@@ -21,6 +21,7 @@ use qjson::ffi::{
 };
 use qjson::navigate::ValueType;
 use qjson::navigate::tape::Item;
+use qjson::validate::{DEFAULT_MAX_DEPTH, DuplicateKeys, Options};
 
 /// `QJSON_TYPE_*` of the header.
 pub const NUMBER: i32 = ValueType::Number as i32;
@@ -370,6 +371,23 @@ impl<'a> Doc<'a> {
 pub fn take<const N: usize>(data: &[u8]) -> Option<([u8; N], &[u8])> {
     let (head, rest) = data.split_first_chunk::<N>()?;
     Some((*head, rest))
+}
+
+/// The validation options two fuzz option bytes stand for, as the C ABI
+/// reads them: the low bit of `policy` picks the duplicate-key policy
+/// (returned as the C ABI's code too), `depth` 0 the default nesting limit.
+pub fn options(policy: u8, depth: u8) -> (Options, i32, u32) {
+    let policy = i32::from(policy & 1);
+    let depth = u32::from(depth);
+    let opts = Options {
+        max_depth: if depth == 0 { DEFAULT_MAX_DEPTH } else { depth },
+        duplicate_keys: if policy == 1 {
+            DuplicateKeys::Error
+        } else {
+            DuplicateKeys::LastWins
+        },
+    };
+    (opts, policy, depth)
 }
 
 /// Cross-checks everything the getters say about the value at `cursor`

@@ -73,16 +73,23 @@ pub(super) fn scan_string(
         match *src.get(i)? {
             b'"' => return Some((i, escapes_in, non_ascii)),
             b'\\' => {
-                if !escapes_in {
-                    escapes_in = true;
-                    escaped.clear();
-                }
-                escaped.push((i + 1) as u32);
+                note_escape(escaped, &mut escapes_in, i);
                 i += 2;
             }
             _ => return None,
         }
     }
+}
+
+/// Records the backslash at `i` (the offset of the byte it escapes); the
+/// string's first one clears what an earlier string left in `escaped`.
+#[inline(always)]
+fn note_escape(escaped: &mut Vec<u32>, escapes_in: &mut bool, i: usize) {
+    if !*escapes_in {
+        *escapes_in = true;
+        escaped.clear();
+    }
+    escaped.push((i + 1) as u32);
 }
 
 /// [`scan_string`] byte by byte, from `i` on.
@@ -97,11 +104,7 @@ fn scan_string_bytes(
         match *src.get(i)? {
             b'"' => return Some((i, escapes_in, non_ascii)),
             b'\\' => {
-                if !escapes_in {
-                    escapes_in = true;
-                    escaped.clear();
-                }
-                escaped.push((i + 1) as u32);
+                note_escape(escaped, &mut escapes_in, i);
                 i += 2;
             }
             0..=0x1f => return None,
