@@ -34,55 +34,55 @@ local function object(n)
 end
 
 local PATTERNS = {
-    { "proxy reads in reverse: m[i].role", messages, 1000, function(s, n)
+    { "proxy reads in reverse: m[i].role", messages, 250, function(s, n)
         local m = qjson.decode(s).messages
         for i = n, 1, -1 do assert(m[i].role == "user") end
     end },
-    { "proxy reads forward, nested: m[i].content[1].text", messages, 500, function(s, n)
+    { "proxy reads forward, nested: m[i].content[1].text", messages, 125, function(s, n)
         local m = qjson.decode(s).messages
         for i = 1, n do assert(m[i].content[1].text) end
     end },
-    { "proxy reads strided: m[(i * 7919) % n + 1].role", messages, 1000, function(s, n)
+    { "proxy reads strided: m[(i * 7919) % n + 1].role", messages, 250, function(s, n)
         local m = qjson.decode(s).messages
         for i = 1, n do assert(m[(i * 7919) % n + 1].role == "user") end
     end },
-    { "getters along paths: messages[i].content[0].text", messages, 1000, function(s, n)
+    { "getters along paths: messages[i].content[0].text", messages, 250, function(s, n)
         local d = qjson.parse(s)
         for i = 0, n - 1 do assert(d:get_str("messages[" .. i .. "].content[0].text")) end
     end },
-    { "getters in reverse: messages[n-1-i].role", messages, 1000, function(s, n)
+    { "getters in reverse: messages[n-1-i].role", messages, 250, function(s, n)
         local d = qjson.parse(s)
         for i = 0, n - 1 do assert(d:get_str("messages[" .. (n - 1 - i) .. "].role")) end
     end },
-    { "JSON Pointers in reverse: /messages/i/content/0/type", messages, 1000, function(s, n)
+    { "JSON Pointers in reverse: /messages/i/content/0/type", messages, 250, function(s, n)
         local d = qjson.parse(s)
         for i = n - 1, 0, -1 do
             assert(d:get_str("/messages/" .. i .. "/content/0/type") == "text")
         end
     end },
-    { "cursors: open(messages):open([i]):get_str(role), in reverse", messages, 1000,
+    { "cursors: open(messages):open([i]):get_str(role), in reverse", messages, 250,
       function(s, n)
         local m = qjson.parse(s):open("messages")
         for i = n - 1, 0, -1 do assert(m:open("[" .. i .. "]"):get_str("role") == "user") end
     end },
-    { "proxy reads by key: t[k..i]", object, 2000, function(s, n)
+    { "proxy reads by key: t[k..i]", object, 500, function(s, n)
         local t = qjson.decode(s)
         for i = 1, n do assert(t["k" .. i] == i) end
     end },
-    { "getters by key: get_i64(k..i)", object, 2000, function(s, n)
+    { "getters by key: get_i64(k..i)", object, 500, function(s, n)
         local d = qjson.parse(s)
         for i = 1, n do assert(d:get_i64("k" .. i) == i) end
     end },
-    { "writes during qjson.pairs: t[k] = v + 1", object, 2000, function(s)
+    { "writes during qjson.pairs: t[k] = v + 1", object, 500, function(s)
         local t = qjson.decode(s)
         for k, v in qjson.pairs(t) do t[k] = v + 1 end
     end },
-    { "adding n new keys, then encoding", object, 2000, function(s, n)
+    { "adding n new keys, then encoding", object, 500, function(s, n)
         local t = qjson.decode(s)
         for i = 1, n do t["new" .. i] = i end
         assert(#qjson.encode(t) > #s)
     end },
-    { "qjson.len between writes", object, 2000, function(s, n)
+    { "qjson.len between writes", object, 500, function(s, n)
         local t = qjson.decode(s)
         for i = 1, n do
             t["k" .. i] = nil
@@ -94,7 +94,7 @@ local PATTERNS = {
         local t = {}
         for i = 1, n do t[i] = '"k' .. (i % 100) .. '":' .. i end
         return "{" .. concat(t, ",") .. "}"
-      end, 2000, function(s, n)
+      end, 500, function(s, n)
         local d = qjson.parse(s)
         local t = qjson.decode(s)
         assert(d:len() == 100 and qjson.len(t) == 100)
@@ -105,7 +105,7 @@ local PATTERNS = {
     end },
     { "nested qjson.ipairs over [{content:[1]},...] (the 1.5 MB attack)", function(n)
         return "[" .. string.rep('{"content":[1]},', n - 1) .. '{"content":[1]}]'
-      end, 500, function(s)
+      end, 125, function(s)
         local sum = 0
         for _, e in qjson.ipairs(qjson.decode(s)) do
             for _, x in qjson.ipairs(e.content) do sum = sum + x end
@@ -114,7 +114,7 @@ local PATTERNS = {
     end },
     { "encoding an array of arrays whose every element changed", function(n)
         return "[" .. string.rep("[1,2],", n - 1) .. "[1,2]]"
-      end, 1000, function(s, n)
+      end, 250, function(s, n)
         local t = qjson.decode(s)
         for i = 1, n do t[i][2] = 3 end
         assert(#qjson.encode(t) == #s)
