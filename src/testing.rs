@@ -166,6 +166,44 @@ pub fn random_text(rng: &mut Rng, len: usize) -> Vec<u8> {
     out
 }
 
+/// A random valid JSON number spelling: an optional sign, an integer part
+/// of 1 to 20 digits without leading zeros, then, each with probability
+/// 1/`fraction` and 1/`exponent` (0: never), a fraction of 1 to 20 digits
+/// and an exponent of 1 to 3 digits with either letter and any sign.
+pub fn random_number(rng: &mut Rng, fraction: usize, exponent: usize) -> String {
+    let digits = |rng: &mut Rng, most: usize| -> String {
+        let n = 1 + rng.below(most);
+        (0..n)
+            .map(|_| char::from(b'0' + rng.below(10) as u8))
+            .collect()
+    };
+    let mut s = String::new();
+    if rng.one_in(2) {
+        s.push('-');
+    }
+    let int = digits(rng, 20);
+    s.push_str(if int.len() > 1 {
+        int.trim_start_matches('0')
+    } else {
+        &int
+    });
+    if s.is_empty() || s == "-" {
+        s.push('0');
+    }
+    if fraction != 0 && rng.one_in(fraction) {
+        s.push('.');
+        s.push_str(&digits(rng, 20));
+    }
+    if exponent != 0 && rng.one_in(exponent) {
+        s.push(rng.pick(&['e', 'E']));
+        if rng.one_in(2) {
+            s.push(rng.pick(&['+', '-']));
+        }
+        s.push_str(&digits(rng, 3));
+    }
+    s
+}
+
 /// A random valid JSON text exercising nesting, long strings with escape
 /// runs, unicode and number spellings.
 pub fn random_json(rng: &mut Rng, depth: usize) -> Vec<u8> {

@@ -450,25 +450,7 @@ fn numbers_are_the_parsers() {
     // number::to_f64 (whose own tests cover its fast path).
     let mut rng = Rng::new(99);
     for _ in 0..50_000 {
-        let mut s = String::new();
-        if rng.one_in(2) {
-            s.push('-');
-        }
-        let n = 1 + rng.below(20);
-        let int: String = (0..n)
-            .map(|_| char::from(b'0' + rng.below(10) as u8))
-            .collect();
-        s.push_str(if int.len() > 1 {
-            int.trim_start_matches('0')
-        } else {
-            &int
-        });
-        if s.is_empty() || s == "-" {
-            s.push('0');
-        }
-        if rng.one_in(4) {
-            s.push_str(".5e-3");
-        }
+        let s = crate::testing::random_number(&mut rng, 3, 4);
         for text in [s.clone(), format!("[{s}]"), format!("{{\"k\":{s} }}")] {
             assert!(agrees(text.as_bytes(), &Options::default()), "{text}");
         }

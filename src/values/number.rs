@@ -473,38 +473,9 @@ mod tests {
     #[test]
     fn the_exact_path_is_the_parsers() {
         let mut rng = crate::testing::Rng::new(99);
-        let digits = |rng: &mut crate::testing::Rng, most: usize| -> String {
-            let n = 1 + rng.below(most);
-            (0..n)
-                .map(|_| char::from(b'0' + rng.below(10) as u8))
-                .collect()
-        };
         let mut exact = 0;
         for _ in 0..200_000 {
-            let mut s = String::new();
-            if rng.one_in(2) {
-                s.push('-');
-            }
-            let int = digits(&mut rng, 20);
-            s.push_str(if int.len() > 1 {
-                int.trim_start_matches('0')
-            } else {
-                &int
-            });
-            if s.is_empty() || s == "-" {
-                s.push('0');
-            }
-            if rng.one_in(2) {
-                s.push('.');
-                s.push_str(&digits(&mut rng, 20));
-            }
-            if rng.one_in(3) {
-                s.push(rng.pick(&['e', 'E']));
-                if rng.one_in(2) {
-                    s.push(rng.pick(&['+', '-']));
-                }
-                s.push_str(&digits(&mut rng, 3));
-            }
+            let s = crate::testing::random_number(&mut rng, 2, 3);
             assert_eq!(number_end(s.as_bytes(), 0), Some(s.len()), "{s}");
             let parsed: f64 = s.parse().unwrap();
             if let Some(v) = exact_f64(s.as_bytes()) {
