@@ -21,16 +21,37 @@ use super::{CHUNK, Flow, Stack, Stop};
 use crate::validate::{ends_scalar, escapes, literal};
 use crate::values::{number, string};
 
-/// An open container that is not the innermost one (see the locals of
-/// [`decode`], which hold the innermost).
+/// An open container: the innermost is [`decode`]'s `cur`, the ones
+/// around it wait in [`Scratch::open`].
 #[derive(Clone, Copy, Debug)]
 struct Open {
+    /// Its closing byte (0 for the root, which is no container).
     close: u8,
+    /// Its values so far.
     count: u32,
+    /// How many of them are in its table.
     stored: u32,
+    /// Where its current chunk's keys start in [`Scratch::keys`].
     keys_from: u32,
+    /// Whether those keys are all different.
     distinct: bool,
+    /// One bit per hash of each of those keys (see [`key_hash`]).
     seen: [u64; 4],
+}
+
+impl Open {
+    /// A container closed by `close` whose first chunk's keys start at
+    /// `keys_from`, with nothing in it yet.
+    fn new(close: u8, keys_from: u32) -> Open {
+        Open {
+            close,
+            count: 0,
+            stored: 0,
+            keys_from,
+            distinct: true,
+            seen: [0; 4],
+        }
+    }
 }
 
 /// The walk's reusable memory.
@@ -86,16 +107,8 @@ pub(super) fn decode<S: Stack>(
     keys.clear();
     let at = |i: usize| src.get(i).copied().unwrap_or(0);
     let skip_space = |i: usize| skip_space(src, i);
-    // The innermost container: its closing byte (0 for the root, which is
-    // no container), its values so far, how many of them are in its table,
-    // where its current chunk's keys start in `keys`, whether they are all
-    // different, and one bit per hash of each (see `key_bit`).
-    let mut close = 0u8;
-    let mut count = 0u32;
-    let mut stored = 0u32;
-    let mut keys_from = 0u32;
-    let mut distinct = true;
-    let mut seen = [0u64; 4];
+    // The innermost container (at first the root, which is none).
+    let mut cur = Open::new(0, 0);
     let mut i = 0usize;
 
     // Reads the string whose opening quote is at `i` and calls
@@ -138,17 +151,17 @@ pub(super) fn decode<S: Stack>(
             }
             let start = i + 1;
             let escapes_in = string!(key);
-            if distinct {
+            if cur.distinct {
                 let key = src.get(start..i - 1).unwrap_or_default();
                 let hash = key_hash(key);
                 // The top two bits pick one of the four words (in bounds).
-                let word = &mut seen[(hash >> 62) as usize];
+                let word = &mut cur.seen[(hash >> 62) as usize];
                 let bit = 1 << ((hash >> 56) & 63);
                 // A key whose bit is new differs from every key before it;
                 // otherwise hashes are compared, and bytes when they match.
                 let repeated = *word & bit != 0
                     && keys
-                        .get(keys_from as usize..)
+                        .get(cur.keys_from as usize..)
                         .unwrap_or_default()
                         .iter()
                         .any(|&(h, at, len)| {
@@ -156,8 +169,8 @@ pub(super) fn decode<S: Stack>(
                                 && src.get(at as usize..at as usize + len as usize) == Some(key)
                         });
                 if escapes_in || repeated {
-                    keys.truncate(keys_from as usize);
-                    distinct = false;
+                    keys.truncate(cur.keys_from as usize);
+                    cur.distinct = false;
                 } else {
                     *word |= bit;
                     keys.push((hash, start as u32, key.len() as u32));
@@ -230,88 +243,71 @@ pub(super) fn decode<S: Stack>(
                     return Err(Stop::Invalid);
                 }
                 stack.open()?;
-                open.push(Open {
-                    close,
-                    count,
-                    stored,
-                    keys_from,
-                    distinct,
-                    seen,
-                });
+                open.push(cur);
                 // `{` + 2 is `}`, `[` + 2 is `]`.
-                close = b + 2;
-                count = 0;
-                stored = 0;
-                keys_from = keys.len() as u32;
-                distinct = true;
-                seen = [0; 4];
+                cur = Open::new(b + 2, keys.len() as u32);
                 i = skip_space(i + 1);
-                if at(i) != close {
+                if at(i) != cur.close {
                     if b == b'{' {
                         member_key!();
                     }
                     continue 'value;
                 }
                 // Empty: closed below like any other.
-                count = u32::MAX;
+                cur.count = u32::MAX;
             }
             _ => return Err(Stop::Invalid),
         }
         // A value ended (or an empty container is at its closing byte,
         // with a count that the increment makes 0).
         loop {
-            count = count.wrapping_add(1);
+            cur.count = cur.count.wrapping_add(1);
             i = skip_space(i);
             let b = at(i);
             if i >= src.len() {
-                return if close == 0 {
+                return if cur.close == 0 {
                     Ok(())
                 } else {
                     Err(Stop::Invalid)
                 };
             }
             i += 1;
-            if b == b',' && close != 0 && count.wrapping_sub(stored) == CHUNK {
+            if b == b',' && cur.close != 0 && cur.count.wrapping_sub(cur.stored) == CHUNK {
                 // A full chunk, with more to come, goes into the table; the
                 // next one's keys are compared afresh.
-                stack.store(close == b'}', stored, CHUNK, distinct, false)?;
-                stored = count;
-                keys.truncate(keys_from as usize);
-                distinct = true;
-                seen = [0; 4];
+                stack.store(cur.close == b'}', cur.stored, CHUNK, cur.distinct, false)?;
+                keys.truncate(cur.keys_from as usize);
+                cur = Open {
+                    stored: cur.count,
+                    count: cur.count,
+                    ..Open::new(cur.close, cur.keys_from)
+                };
             }
             if b == b',' {
-                if close == b']' {
+                if cur.close == b']' {
                     continue 'value;
                 }
-                if close == b'}' {
+                if cur.close == b'}' {
                     i = skip_space(i);
                     member_key!();
                     continue 'value;
                 }
             }
-            if b != close || close == 0 {
+            if b != cur.close || cur.close == 0 {
                 return Err(Stop::Invalid);
             }
             stack.store(
                 b == b'}',
-                stored,
-                count.wrapping_sub(stored),
-                distinct,
+                cur.stored,
+                cur.count.wrapping_sub(cur.stored),
+                cur.distinct,
                 true,
             )?;
-            keys.truncate(keys_from as usize);
+            keys.truncate(cur.keys_from as usize);
             let Some(parent) = open.pop() else {
                 return Err(Stop::Invalid);
             };
-            Open {
-                close,
-                count,
-                stored,
-                keys_from,
-                distinct,
-                seen,
-            } = parent;
+            cur = parent;
         }
     }
 }
