@@ -126,6 +126,18 @@ describe("eager decode through the Lua C API", function()
         -- stage 1's error, and so does eager decode.
         same_error(text:sub(1, 3) .. "]" .. text:sub(4, 150000) .. "\255" .. text:sub(150001))
         same_error(text:sub(1, n - 1) .. ',{"a":1,"a":2}]', { duplicate_keys = "error" })
+        -- Under the strict policy a key may repeat one of an earlier chunk.
+        local members = {}
+        for i = 1, 70 do members[i] = ('"k%d":%d'):format(i, i) end
+        same_error("{" .. table.concat(members, ",") .. ',"k1":0}', { duplicate_keys = "error" })
+        local strict = qjson.decode("{" .. table.concat(members, ",") .. "}",
+                                    { lazy = false, duplicate_keys = "error" })
+        local keys = 0
+        for k, v in pairs(strict) do
+            keys = keys + 1
+            assert.equal("k" .. v, k)
+        end
+        assert.equal(70, keys)
         assert.equal(2, qjson.decode(text:sub(1, n - 1) .. ',{"a":1,"a":2}]', EAGER)[6001].a)
     end)
 

@@ -287,7 +287,10 @@ impl Stack for LuaSink<'_> {
                 for k in (1..=slots).rev() {
                     (api.rawseti)(state, -(k + 1), stored + k);
                 }
-            } else if distinct && !self.strict {
+            } else if distinct && (!self.strict || stored == 0) {
+                // No key of these pairs repeats another, nor one stored
+                // before (under the strict policy: nothing is stored yet),
+                // so no key needs looking up first.
                 for left in (0..slots).step_by(2).rev() {
                     (api.rawset)(state, -(left + 3));
                 }
