@@ -268,16 +268,15 @@ impl Lookup {
         want: &[u8],
         last_wins: bool,
     ) -> Option<u32> {
+        let count = tree(src, index).count(obj);
+        // Small objects are always walked (the common case, decided here
+        // without the table machinery).
+        let table = if count as usize > PAIRWISE_MAX {
+            self.object_table(src, index, obj, last_wins, false)
+        } else {
+            None
+        };
         let tree = tree(src, index);
-        let count = tree.count(obj);
-        if count as usize <= PAIRWISE_MAX {
-            // Small objects are always walked (the common case, decided
-            // here without the table machinery).
-            self.work += u64::from(count);
-            return tree.find_key(obj, want, last_wins);
-        }
-        let table = self.object_table(src, index, obj, last_wins, false);
-        let tree = self::tree(src, index);
         match table {
             Some((start, len)) => find(
                 &self.words[start + 1..start + 1 + len],
@@ -287,7 +286,7 @@ impl Lookup {
             )
             .map(|key| key + 3),
             None => {
-                self.work += u64::from(tree.count(obj));
+                self.work += u64::from(count);
                 tree.find_key(obj, want, last_wins)
             }
         }
