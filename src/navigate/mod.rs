@@ -177,7 +177,13 @@ impl<'a> Tree<'a> {
         let close = self.links[obj as usize];
         let mut key = obj + 1;
         let mut found = None;
-        while key < close {
+        // A member is 4 entries before `close` (key, closing quote, colon,
+        // value) in a validated text; saying so up front lets the compiler
+        // drop the bounds checks of those entries.
+        let entries = (close as usize)
+            .min(self.positions.len())
+            .min(self.links.len());
+        while (key as usize) + 3 < entries {
             if self.key_is(key, want) {
                 found = Some(key + 3);
                 if !last_wins {
@@ -219,19 +225,47 @@ impl<'a> Tree<'a> {
 
 /// `a == b` for slices of equal length, without a call to `memcmp` for
 /// the short ones keys mostly are (a call costs more than the compare).
+/// Up to 16 bytes are two loads per side that may overlap: the first and
+/// the last 8 (or 4, or 2) bytes, covering the whole slice between them.
 #[inline(always)]
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    debug_assert_eq!(a.len(), b.len());
-    if a.len() > 16 {
-        return a == b;
+    let n = a.len();
+    if n != b.len() {
+        return false;
     }
-    a.iter().zip(b).all(|(x, y)| x == y)
+    #[inline(always)]
+    fn ends<const W: usize>(s: &[u8]) -> ([u8; W], [u8; W]) {
+        let head = s[..W].try_into().expect("W bytes");
+        let tail = s[s.len() - W..].try_into().expect("W bytes");
+        (head, tail)
+    }
+    match n {
+        0 => true,
+        1 => a[0] == b[0],
+        2..=3 => ends::<2>(a) == ends::<2>(b),
+        4..=7 => ends::<4>(a) == ends::<4>(b),
+        8..=16 => ends::<8>(a) == ends::<8>(b),
+        _ => a == b,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use crate::document::Document;
     use crate::validate::Options;
+
+    #[test]
+    fn same_bytes_finds_a_difference_at_every_offset_of_every_length() {
+        for n in 0..40 {
+            let a: Vec<u8> = (0..n as u8).map(|i| b'a' + i % 26).collect();
+            assert!(super::same_bytes(&a, &a.clone()), "length {n}");
+            for at in 0..n {
+                let mut b = a.clone();
+                b[at] ^= 0x20;
+                assert!(!super::same_bytes(&a, &b), "length {n}, byte {at}");
+            }
+        }
+    }
 
     #[test]
     fn depths_count_the_enclosing_containers() {
