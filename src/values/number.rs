@@ -198,11 +198,28 @@ fn skip_digits(src: &[u8], mut i: usize) -> usize {
 
 /// The nearest double to a valid JSON number (±infinity past the range).
 ///
-/// Most numbers are decided by [`exact_f64`]; the rest by Rust's parser.
+/// The digits are read once ([`decimal`]: up to 19 significant digits
+/// into a `u64`, and a decimal exponent); the double is then Clinger's
+/// exact quotient or product ([`clinger`]) when that applies, else
+/// Eisel–Lemire's ([`eisel_lemire`]). Whatever neither decides (more
+/// than 19 significant digits, a value within a hair of a rounding
+/// boundary, subnormals, the edges of the range, anything that is not a
+/// JSON number) goes to Rust's parser, which rounds every input
+/// correctly: the fast paths answer only when they are sure, so the
+/// result is always the parser's, bit for bit.
 pub fn to_f64(number: &[u8]) -> f64 {
-    if let Some(v) = exact_f64(number) {
+    if let Some(d) = decimal(number)
+        && let Some(v) = clinger(d).or_else(|| eisel_lemire(d))
+    {
         return v;
     }
+    parse_f64(number)
+}
+
+/// Rust's parser on `number` (NaN for what it does not read).
+#[cold]
+#[inline(never)]
+fn parse_f64(number: &[u8]) -> f64 {
     // A valid JSON number is ASCII; testing that is cheaper than a full
     // UTF-8 check and keeps any other input from reaching the str parser.
     if !number.is_ascii() {
@@ -213,95 +230,412 @@ pub fn to_f64(number: &[u8]) -> f64 {
     text.parse().unwrap_or(f64::NAN)
 }
 
+/// A JSON number as `±digits × 10^exponent`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Decimal {
+    negative: bool,
+    /// The significant digits as one integer: at most 19 of them, so
+    /// always exact.
+    digits: u64,
+    exponent: i64,
+}
+
+/// The digits and decimal exponent of the JSON number `n`, read in one
+/// pass, eight digits at a time where eight are there.
+///
+/// `None` for anything that is not a JSON number (leading zeros are let
+/// through: they change no value), for more than 19 significant digits
+/// and for an exponent written with more than 9 digits: the caller
+/// leaves those to Rust's parser.
+#[inline(always)]
+fn decimal(n: &[u8]) -> Option<Decimal> {
+    if n.len() >= 8 {
+        decimal_with(n, |i| word_at(n, i))
+    } else {
+        // The whole number in one word, read once.
+        let word = short_word(n);
+        decimal_with(n, |i| word >> (8 * i))
+    }
+}
+
+/// [`decimal`], `word(i)` giving `n[i..]`'s first eight bytes (the first
+/// in the low byte), zero bytes standing for those past the end; it is
+/// called with `i <= n.len()` only.
+#[inline(always)]
+fn decimal_with(n: &[u8], word: impl Fn(usize) -> u64) -> Option<Decimal> {
+    let negative = n.first() == Some(&b'-');
+    let start = usize::from(negative);
+    let mut digits = 0u64;
+    let int_end = digit_run(&word, start, &mut digits);
+    if int_end == start {
+        return None;
+    }
+    let mut i = int_end;
+    let mut exponent = 0i64;
+    if n.get(i) == Some(&b'.') {
+        let from = i + 1;
+        i = digit_run(&word, from, &mut digits);
+        if i == from {
+            return None;
+        }
+        exponent = -((i - from) as i64);
+    }
+    // Digits written: the integer part's and the fraction's.
+    let written = (int_end - start) + (-exponent) as usize;
+    let mantissa_end = i;
+    if i < n.len() {
+        if n[i] | 0x20 != b'e' {
+            return None;
+        }
+        i += 1;
+        let negative_exponent = n.get(i) == Some(&b'-');
+        if matches!(n.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let from = i;
+        let mut e = 0i64;
+        while let Some(&d) = n.get(i).filter(|d| d.is_ascii_digit()) {
+            if i - from == 9 {
+                return None;
+            }
+            e = e * 10 + i64::from(d - b'0');
+            i += 1;
+        }
+        if i == from || i != n.len() {
+            return None;
+        }
+        exponent += if negative_exponent { -e } else { e };
+    }
+    // `digits` took every digit, wrapping past 19 of them; it is exact
+    // when no more than 19 follow the leading zeros (which add nothing).
+    if written > 19 && significant(&n[start..mantissa_end]) > 19 {
+        return None;
+    }
+    Some(Decimal {
+        negative,
+        digits,
+        exponent,
+    })
+}
+
+/// How many of the digits of `mantissa` (a JSON number's digits and
+/// point, without sign or exponent) follow its leading zeros.
+#[cold]
+fn significant(mantissa: &[u8]) -> usize {
+    let zeros = mantissa
+        .iter()
+        .position(|&b| b != b'0' && b != b'.')
+        .unwrap_or(mantissa.len());
+    mantissa[zeros..]
+        .iter()
+        .filter(|b| b.is_ascii_digit())
+        .count()
+}
+
+/// Reads the digits that start at `i` into `digits` (as further decimal
+/// places, wrapping past 2^64) and returns the index of the first byte
+/// after them: eight at a time, then the last few in one go.
+#[inline(always)]
+fn digit_run(word: &impl Fn(usize) -> u64, mut i: usize, digits: &mut u64) -> usize {
+    loop {
+        let w = word(i);
+        // Each byte's distance above '0'; exact up to the first
+        // non-digit, as borrows only move upwards.
+        let d = w.wrapping_sub(ZEROS);
+        // The high bit of every byte that is not a digit (as in
+        // `skip_digits`).
+        let non_digit = (d | w.wrapping_add(PAST_NINE)) & HIGHS;
+        if non_digit == 0 {
+            *digits = digits
+                .wrapping_mul(100_000_000)
+                .wrapping_add(eight_digits(d));
+            i += 8;
+            continue;
+        }
+        let run = (non_digit.trailing_zeros() / 8) as usize;
+        if run > 0 {
+            // The run's bytes moved to the top of the word, zeros below
+            // them: the same value read as eight digits.
+            *digits = digits
+                .wrapping_mul(SMALL_POWERS[run])
+                .wrapping_add(eight_digits(d << (64 - 8 * run)));
+        }
+        return i + run;
+    }
+}
+
+/// ASCII '0' in every byte.
+const ZEROS: u64 = 0x3030_3030_3030_3030;
+/// Added to a byte, reaches 0x80 when the byte is above '9'.
+const PAST_NINE: u64 = 0x4646_4646_4646_4646;
+/// The high bit of every byte.
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// 10^k for the `k < 8` digits of a partial word.
+const SMALL_POWERS: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+
+/// The value of eight decimal digits, one a byte (0..=9), the first (most
+/// significant) in the low byte: three multiplications, each joining
+/// neighbouring lanes into lanes twice as wide. A multiplication by
+/// `1 + 10·2^8` puts `10·a + b` in the upper byte of each pair `a, b`
+/// (at most 99, so no lane carries into the next); shifting it down and
+/// masking leaves four 2-digit numbers in 16-bit lanes, then two 4-digit
+/// numbers in 32-bit lanes, then one.
+#[inline(always)]
+fn eight_digits(d: u64) -> u64 {
+    let pairs = (d.wrapping_mul(1 + (10 << 8)) >> 8) & 0x00ff_00ff_00ff_00ff;
+    let quads = (pairs.wrapping_mul(1 + (100 << 16)) >> 16) & 0x0000_ffff_0000_ffff;
+    quads.wrapping_mul(1 + (10_000 << 32)) >> 32
+}
+
+/// `n[i..]`'s first eight bytes as a little-endian word, zero bytes
+/// past the end (`8 <= n.len()`, `i <= n.len()`).
+#[inline(always)]
+fn word_at(n: &[u8], i: usize) -> u64 {
+    if let Some(bytes) = n.get(i..i + 8) {
+        return u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+    }
+    // The last eight bytes, shifted down past those before `i`.
+    let last = n.len().saturating_sub(8);
+    let tail = u64::from_le_bytes(n[last..last + 8].try_into().expect("8 bytes"));
+    tail.checked_shr(8 * (i - last) as u32).unwrap_or(0)
+}
+
+/// The bytes of `n` (fewer than 8) as a little-endian word, zero bytes
+/// past the end: two overlapping 4-byte reads, or three single bytes.
+#[inline(always)]
+fn short_word(n: &[u8]) -> u64 {
+    let len = n.len();
+    if len >= 4 {
+        let low = u32::from_le_bytes(n[..4].try_into().expect("4 bytes"));
+        let high = u32::from_le_bytes(n[len - 4..].try_into().expect("4 bytes"));
+        u64::from(low) | u64::from(high) << (8 * (len - 4))
+    } else if len > 0 {
+        u64::from(n[0])
+            | u64::from(n[len / 2]) << (8 * (len / 2))
+            | u64::from(n[len - 1]) << (8 * (len - 1))
+    } else {
+        0
+    }
+}
+
 /// Powers of ten a double holds exactly.
 const EXACT_POWERS: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
     1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];
 
-/// Clinger's fast path: the nearest double to the JSON number `n` when
-/// its digits, read as one integer, are at most 2^53 and its decimal
-/// exponent is within ±22. The integer and the power of ten are then
-/// both exact doubles, so one multiplication or division rounds
-/// correctly: the same double as the full parser's. `None` otherwise
-/// (and for anything that is not a JSON number).
-#[inline]
-fn exact_f64(n: &[u8]) -> Option<f64> {
-    let (negative, rest) = match n.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, n),
-    };
-    let mut mantissa = 0u64;
-    let mut digits = 0usize;
-    let mut scale = 0i32;
-    let mut k = 0;
-    let digit = |k: usize| {
-        rest.get(k)
-            .map(|&d| d.wrapping_sub(b'0'))
-            .filter(|&d| d <= 9)
-    };
-    while let Some(d) = digit(k) {
-        mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d));
-        digits += 1;
-        k += 1;
-    }
-    if k == 0 {
+/// Clinger's fast path: the nearest double to `d` when its digits are at
+/// most 2^53 and its exponent within ±22. The integer and the power of
+/// ten are then both exact doubles, so one multiplication or division
+/// rounds correctly: the same double as the full parser's. `None`
+/// otherwise.
+#[inline(always)]
+fn clinger(d: Decimal) -> Option<f64> {
+    if d.digits > 1 << 53 || !(-22..=22).contains(&d.exponent) {
         return None;
     }
-    if rest.get(k) == Some(&b'.') {
+    let m = d.digits as f64;
+    let magnitude = if d.exponent >= 0 {
+        m * EXACT_POWERS[d.exponent as usize]
+    } else {
+        m / EXACT_POWERS[(-d.exponent) as usize]
+    };
+    Some(if d.negative { -magnitude } else { magnitude })
+}
+/// The decimal exponents [`POW5`] covers. Past them a value of at most
+/// 19 digits is below half the least subnormal or above the largest
+/// double; Rust's parser says which of 0 and infinity it is.
+const POW5_MIN: i64 = -342;
+const POW5_MAX: i64 = 308;
+
+/// `5^q` for `q` in `POW5_MIN..=POW5_MAX`, truncated to its leading 128
+/// bits: `[high, low]` with the high bit of `high` set, the value being
+/// `(high·2^64 + low) · 2^(floor(log2(5^q)) − 127)` rounded down. Built
+/// by [`pow5_table`] while compiling (10 KB).
+static POW5: [[u64; 2]; (POW5_MAX - POW5_MIN + 1) as usize] = pow5_table();
+
+/// Limbs (64 bits, least significant first) of the integers
+/// [`pow5_table`] works with: 5^308 has 716 bits, and 2^1023 / 5^342
+/// keeps 228 after its 795, more than the 128 taken.
+const LIMBS: usize = 16;
+
+/// The leading 128 bits of the nonzero integer `big`, rounded down, and
+/// its bit length.
+const fn leading_128(big: &[u64; LIMBS]) -> (u128, i64) {
+    let mut top = LIMBS - 1;
+    while big[top] == 0 {
+        top -= 1;
+    }
+    // Three limbs hold the leading 128 bits whatever the shift; those
+    // below the least significant count as zero.
+    let mut limbs = [0u128; 3];
+    let mut k = 0;
+    while k < 3 && k <= top {
+        limbs[k] = big[top - k] as u128;
         k += 1;
-        let from = k;
-        while let Some(d) = digit(k) {
-            mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(d));
-            digits += 1;
+    }
+    let shift = big[top].leading_zeros();
+    let value = (((limbs[0] << 64) | limbs[1]) << shift) | ((limbs[2] << shift) >> 64);
+    (value, 64 * top as i64 + 64 - shift as i64)
+}
+
+/// `big`'s entry of [`POW5`], for `q`: `big` is `5^q` (`scale` 0) or
+/// `2^scale / 5^-q` rounded down. Checks [`floor_log2_pow10`] for `q`.
+const fn pow5_entry(q: i64, big: &[u64; LIMBS], scale: i64) -> [u64; 2] {
+    let (value, bits) = leading_128(big);
+    // floor(log2(big)) is bits - 1 (never an integer when q < 0, so the
+    // rounding down changes no bit of the logarithm's integer part), and
+    // log2(5^q) = log2(big) - scale; log2(10^q) adds q.
+    assert!(floor_log2_pow10(q) == bits - 1 - scale + q);
+    [(value >> 64) as u64, value as u64]
+}
+
+/// The table [`POW5`]: `5^q` exactly for `q >= 0` (multiplying by 5),
+/// and for `q = -k` the leading bits of `floor(2^1023 / 5^k)` (dividing
+/// by 5: `floor(floor(x / a) / b) = floor(x / ab)`, so every step is
+/// exact), whose leading 128 bits are those of `2^1023 / 5^k` rounded
+/// down. Also checks, for every `q`, the exponent formula of
+/// [`floor_log2_pow10`]: a mistake stops the build.
+const fn pow5_table() -> [[u64; 2]; (POW5_MAX - POW5_MIN + 1) as usize] {
+    let mut table = [[0; 2]; (POW5_MAX - POW5_MIN + 1) as usize];
+    let mut big = [0u64; LIMBS];
+    big[0] = 1;
+    let mut q = 0;
+    while q <= POW5_MAX {
+        table[(q - POW5_MIN) as usize] = pow5_entry(q, &big, 0);
+        let mut carry = 0u128;
+        let mut k = 0;
+        while k < LIMBS {
+            let x = big[k] as u128 * 5 + carry;
+            big[k] = x as u64;
+            carry = x >> 64;
             k += 1;
         }
-        if k == from {
-            return None;
-        }
-        scale = -((k - from) as i32);
+        assert!(carry == 0);
+        q += 1;
     }
-    if let Some(&e) = rest.get(k) {
-        if e | 0x20 != b'e' {
-            return None;
+    let mut big = [0u64; LIMBS];
+    big[LIMBS - 1] = 1 << 63;
+    let mut q = -1;
+    while q >= POW5_MIN {
+        let mut remainder = 0u128;
+        let mut k = LIMBS;
+        while k > 0 {
+            k -= 1;
+            let x = (remainder << 64) | big[k] as u128;
+            big[k] = (x / 5) as u64;
+            remainder = x % 5;
         }
-        k += 1;
-        let sign = match rest.get(k) {
-            Some(b'-') => {
-                k += 1;
-                -1
-            }
-            Some(b'+') => {
-                k += 1;
-                1
-            }
-            _ => 1,
-        };
-        // At most two digits: anything longer is out of range here.
-        let (Some(high), low) = (digit(k), digit(k + 1)) else {
-            return None;
-        };
-        let end = k + 1 + usize::from(low.is_some());
-        if end != rest.len() {
-            return None;
-        }
-        let exponent = match low {
-            Some(low) => i32::from(high) * 10 + i32::from(low),
-            None => i32::from(high),
-        };
-        scale += sign * exponent;
+        table[(q - POW5_MIN) as usize] = pow5_entry(q, &big, 64 * LIMBS as i64 - 1);
+        q -= 1;
     }
-    // At most 19 digits, so the mantissa has not wrapped.
-    if digits > 19 || mantissa > 1 << 53 || !(-22..=22).contains(&scale) {
+    table
+}
+
+/// `floor(log2(10^q))` for `q` in `POW5_MIN..=POW5_MAX` (checked for
+/// each while the table is built): `q·log2(10)` in 16-bit fixed point.
+#[inline(always)]
+const fn floor_log2_pow10(q: i64) -> i64 {
+    (q * 217_706) >> 16
+}
+
+/// The Eisel–Lemire algorithm (Daniel Lemire, "Number parsing at a
+/// gigabyte per second", Software: Practice and Experience, 2021, after
+/// Michael Eisel): the nearest double to `digits × 10^exponent` from one
+/// 64×128-bit product, or `None` when that product cannot be sure of it.
+///
+/// Writing `10^q = 5^q · 2^q`, the digits (shifted so that their top bit
+/// is set) times the leading 128 bits of `5^q` ([`POW5`]) give the
+/// leading bits of the value; the power of two only moves the exponent.
+///
+/// Why the answer is right when it is given: the product's upper 128
+/// bits `U` are computed exactly (both halves of the table entry are
+/// multiplied). The entry is within one unit below `5^q`'s leading bits
+/// and the digits are below 2^64, so the exact product, scaled as `U`,
+/// lies in `[U, U + 2)`. The top 54 bits of `U` are the double's 53 and
+/// the rounding bit; call the 73 or 74 bits below them `F`. If `F` is
+/// neither 0 nor one of its two largest values, adding less than 2 to
+/// `U` changes none of the top 54 bits and cannot make the bits below
+/// them zero: the exact value has the same 54 leading bits as `U`, and
+/// it is not exactly halfway between two doubles, so rounding half up at
+/// the rounding bit is rounding to nearest. The other values of `F`
+/// (an exact tie, an exactly representable value, or a product about
+/// to carry into the rounding bit) are mostly integers from 2^53 up and
+/// decimals written with trailing zeros, which [`dyadic`] rounds
+/// exactly; the rest, about three inputs in 2^73, are left to Rust's
+/// parser.
+///
+/// `None` also for subnormal and infinite results, a zero and exponents
+/// past the table, all left to Rust's parser.
+#[inline(always)]
+fn eisel_lemire(d: Decimal) -> Option<f64> {
+    if d.digits == 0 || !(POW5_MIN..=POW5_MAX).contains(&d.exponent) {
         return None;
     }
-    let m = mantissa as f64;
-    let magnitude = if scale >= 0 {
-        m * EXACT_POWERS[scale as usize]
+    let [high, low] = POW5[(d.exponent - POW5_MIN) as usize];
+    let shift = d.digits.leading_zeros();
+    let digits = u128::from(d.digits << shift);
+    // At most (2^64 − 1)^2 + 2^64 − 1 < 2^128: no overflow.
+    let product = digits * u128::from(high) + ((digits * u128::from(low)) >> 64);
+    let upper = (product >> 64) as u64;
+    // Bit 63 or bit 62 leads (the factors lead with bit 63 each).
+    let lead = upper >> 63;
+    // `F` is 0 or within 2 of all ones only if its low 64 bits are.
+    if (product as u64).wrapping_add(2) <= 2 && !decided(product, 73 + lead as u32) {
+        return dyadic(d);
+    }
+    let bits54 = upper >> (9 + lead);
+    // Round half up, into [2^52, 2^53].
+    let mantissa = (bits54 + 1) >> 1;
+    // The value is mantissa · 2^e with e = floor(log2(10^q)) − shift
+    // + lead + 11 (the 2^64 dropped with the low word, the bits shifted
+    // out, the table's 2^127 scale); + 1075 for the bias and the 52
+    // fraction bits; + 1 when rounding carried into bit 53, where the
+    // fraction bits below stay zero.
+    let biased = floor_log2_pow10(d.exponent) - i64::from(shift)
+        + (lead as i64)
+        + (11 + 1075)
+        + (mantissa >> 53) as i64;
+    if !(1..=2046).contains(&biased) {
+        return None;
+    }
+    let bits = u64::from(d.negative) << 63 | (biased as u64) << 52 | (mantissa & ((1 << 52) - 1));
+    Some(f64::from_bits(bits))
+}
+
+/// Whether the `bits` low bits of `product` (`F` in [`eisel_lemire`])
+/// are neither 0 nor within 2 of all ones.
+#[cold]
+fn decided(product: u128, bits: u32) -> bool {
+    let rest = product & ((1 << bits) - 1);
+    rest != 0 && rest < (1 << bits) - 2
+}
+
+/// The nearest double to `d` when its value is an integer of at most
+/// 128 bits times a power of two within ±27, else `None`: the values
+/// [`eisel_lemire`] cannot round from its product, as they can lie
+/// exactly on a double or halfway between two (integers from 2^53 up,
+/// decimals written with trailing zeros). `u128 as f64` rounds to
+/// nearest, ties to even, and the power of two then scales exactly.
+#[cold]
+fn dyadic(d: Decimal) -> Option<f64> {
+    let q = d.exponent;
+    let integer = if (0..=27).contains(&q) {
+        // 5^27 < 2^63: the product fits.
+        u128::from(d.digits) * 5u128.pow(q as u32)
+    } else if (-27..0).contains(&q) {
+        let five = 5u64.pow(q.unsigned_abs() as u32);
+        if !d.digits.is_multiple_of(five) {
+            return None;
+        }
+        u128::from(d.digits / five)
     } else {
-        m / EXACT_POWERS[(-scale) as usize]
+        return None;
     };
-    Some(if negative { -magnitude } else { magnitude })
+    let scale = f64::from_bits(((1023 + q) as u64) << 52);
+    let magnitude = integer as f64 * scale;
+    Some(if d.negative { -magnitude } else { magnitude })
 }
 
 /// The exact value of a valid JSON number as an `i64`.
@@ -468,44 +802,92 @@ mod tests {
         }
     }
 
-    /// Random spellings: the fast path gives the parser's double, bit
-    /// for bit, whenever it answers, and answers for most.
+    /// `to_f64(s)` is `s.parse::<f64>()`, bit for bit.
+    #[track_caller]
+    fn agrees(s: &str) {
+        let parsed: f64 = s.parse().unwrap();
+        assert_eq!(
+            to_f64(s.as_bytes()).to_bits(),
+            parsed.to_bits(),
+            "{s}: {} != {parsed:e}",
+            to_f64(s.as_bytes())
+        );
+    }
+
+    /// Which path decided `s`: 0 Clinger, 1 Eisel–Lemire, 2 the parser;
+    /// each fast path's answer, whenever it gives one, is the parser's,
+    /// and they leave to the parser nothing of at most 19 significant
+    /// digits whose double is normal (bar about three inputs in 2^73 and
+    /// the least normal double).
+    #[track_caller]
+    fn path(s: &str) -> usize {
+        agrees(s);
+        let parsed: f64 = s.parse().unwrap();
+        let Some(d) = decimal(s.as_bytes()) else {
+            return 2;
+        };
+        let eisel_lemire = eisel_lemire(d);
+        if let Some(v) = eisel_lemire {
+            assert_eq!(v.to_bits(), parsed.to_bits(), "Eisel–Lemire on {s}");
+        }
+        if let Some(v) = clinger(d) {
+            assert_eq!(v.to_bits(), parsed.to_bits(), "Clinger on {s}");
+            return 0;
+        }
+        if eisel_lemire.is_some() {
+            return 1;
+        }
+        // (Values just below the least normal double may round up to
+        // it: Eisel–Lemire leaves them with the subnormals.)
+        let normal = parsed.is_normal() && parsed.abs() != f64::MIN_POSITIVE;
+        assert!(!normal, "{s} left to the parser");
+        2
+    }
+
     #[test]
-    fn the_exact_path_is_the_parsers() {
-        let mut rng = crate::testing::Rng::new(99);
-        let mut exact = 0;
-        for _ in 0..200_000 {
-            let s = crate::testing::random_number(&mut rng, 2, 3);
-            assert_eq!(number_end(s.as_bytes(), 0), Some(s.len()), "{s}");
-            let parsed: f64 = s.parse().unwrap();
-            if let Some(v) = exact_f64(s.as_bytes()) {
-                assert_eq!(v.to_bits(), parsed.to_bits(), "{s}");
-                exact += 1;
-            }
-            assert_eq!(to_f64(s.as_bytes()).to_bits(), parsed.to_bits(), "{s}");
-        }
-        assert!(exact > 50_000, "{exact}");
-        for s in [
-            "0",
-            "-0",
-            "9007199254740992",
-            "1e22",
-            "0.1",
-            "-0e5",
-            "1.5E+2",
+    fn decimal_reads_every_spelling() {
+        let d = |negative, digits, exponent| {
+            Some(Decimal {
+                negative,
+                digits,
+                exponent,
+            })
+        };
+        for (s, want) in [
+            ("0", d(false, 0, 0)),
+            ("-0", d(true, 0, 0)),
+            ("7", d(false, 7, 0)),
+            ("-65.613616999999977", d(true, 65613616999999977, -15)),
+            ("12345678", d(false, 12345678, 0)),
+            ("123456789", d(false, 123456789, 0)),
+            ("1234567.8", d(false, 12345678, -1)),
+            ("1.5", d(false, 15, -1)),
+            ("-0.25", d(true, 25, -2)),
+            ("1e9", d(false, 1, 9)),
+            ("1E+9", d(false, 1, 9)),
+            ("2.5e-3", d(false, 25, -4)),
+            ("0e400", d(false, 0, 400)),
+            ("1e999999999", d(false, 1, 999_999_999)),
+            (
+                "9999999999999999999",
+                d(false, 9_999_999_999_999_999_999, 0),
+            ),
+            ("0.00000000000000000000012345", d(false, 12345, -26)),
+            ("000000000000000000001.5", d(false, 15, -1)),
+            (
+                "1234567890.123456789e-5",
+                d(false, 1_234_567_890_123_456_789, -14),
+            ),
         ] {
-            let parsed: f64 = s.parse().unwrap();
-            assert_eq!(
-                exact_f64(s.as_bytes()).map(f64::to_bits),
-                Some(parsed.to_bits()),
-                "{s}"
-            );
+            assert_eq!(decimal(s.as_bytes()), want, "{s}");
         }
+        // More than 19 significant digits, a 10-digit exponent and
+        // anything that is not a number go to the parser.
         for s in [
-            "9007199254740993",
-            "1e23",
-            "1e100",
             "12345678901234567890",
+            "1.2345678901234567890",
+            "0.00012345678901234567890",
+            "1e1000000000",
             "",
             "-",
             "1.",
@@ -514,21 +896,460 @@ mod tests {
             "1x",
             "1e+",
             "0x1",
+            "1.5.",
+            "12345678x",
+            "1234567.",
+            "1e5x",
+            "--1",
+            "+1",
+            "1 ",
         ] {
-            assert_eq!(exact_f64(s.as_bytes()), None, "{s}");
+            assert_eq!(decimal(s.as_bytes()), None, "{s}");
+        }
+        // Any 8-byte window reaching past the end reads zero bytes there.
+        for len in 0..20 {
+            let n: Vec<u8> = (1..=len as u8).collect();
+            for i in 0..=len {
+                let mut want = [0u8; 8];
+                for (k, b) in n.iter().skip(i).take(8).enumerate() {
+                    want[k] = *b;
+                }
+                let want = u64::from_le_bytes(want);
+                if len >= 8 {
+                    assert_eq!(word_at(&n, i), want, "{len} {i}");
+                } else {
+                    assert_eq!(short_word(&n) >> (8 * i), want, "{len} {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn eight_digits_at_once() {
+        let mut rng = crate::testing::Rng::new(5);
+        for k in 0..100_000u64 {
+            let v = if k < 1000 {
+                k
+            } else {
+                rng.next_u64() % 100_000_000
+            };
+            let text = format!("{v:08}");
+            let word = u64::from_le_bytes(text.as_bytes().try_into().unwrap());
+            assert_eq!(eight_digits(word - ZEROS), v, "{text}");
+        }
+    }
+
+    /// The table against plain integer arithmetic where that reaches:
+    /// 5^q itself for q <= 55, and for 5^-k (k <= 27) the property that
+    /// defines a rounded-down 2^b / 5^k: entry · 5^k <= 2^b < (entry + 1)
+    /// · 5^k.
+    #[test]
+    fn pow5_table_entries() {
+        let entry = |q: i64| {
+            let [high, low] = POW5[(q - POW5_MIN) as usize];
+            u128::from(high) << 64 | u128::from(low)
+        };
+        for q in 0..=55 {
+            let exact = 5u128.pow(q);
+            assert_eq!(entry(q.into()), exact << exact.leading_zeros(), "5^{q}");
+        }
+        for k in 1..=27u32 {
+            let entry = entry(-i64::from(k));
+            assert!(entry >> 127 == 1, "5^-{k}");
+            let five = u128::from(5u64.pow(k));
+            // entry · 5^k as 192 bits: (high, low) with high the upper 128.
+            let product = |e: u128| {
+                let low = (e as u64 as u128) * five;
+                let high = (e >> 64) * five + (low >> 64);
+                (high, low as u64)
+            };
+            let (high, _) = product(entry);
+            let (next_high, _) = product(entry + 1);
+            // 2^b: the power of two (entry + 1) · 5^k passes (it is no
+            // power of two itself, and below 2^(b + 1) as 5^k < entry).
+            let b = 191 - next_high.leading_zeros();
+            assert!(high < 1u128 << (b - 64), "5^-{k}");
+        }
+        // Every entry leads with its top bit.
+        assert!(POW5.iter().all(|[high, _]| high >> 63 == 1));
+    }
+
+    /// The bits below the rounding bit decide unless they are 0 or one
+    /// of their two largest values, and the quick test on the low word
+    /// lets through every product that is not decided.
+    #[test]
+    fn undecided_products() {
+        let mut rng = crate::testing::Rng::new(4);
+        for bits in [73, 74] {
+            let all = (1u128 << bits) - 1;
+            for (rest, want) in [
+                (0, false),
+                (1, true),
+                (2, true),
+                (1 << 64, true),
+                (all - 2, true),
+                (all - 1, false),
+                (all, false),
+            ] {
+                for _ in 0..100 {
+                    let high = u128::from(rng.next_u64()) << bits;
+                    let product = high | rest;
+                    assert_eq!(decided(product, bits), want, "{rest:#x}");
+                    if !want {
+                        assert!((product as u64).wrapping_add(2) <= 2);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `dyadic` answers exactly when the value is an integer times a
+    /// power of two within ±27, and then with the parser's double (its
+    /// callers only reach it for values near a rounding boundary, rare
+    /// among random ones, so it is tested on its own).
+    #[test]
+    fn dyadic_values_round_exactly() {
+        let mut rng = crate::testing::Rng::new(3);
+        let mut answered = 0;
+        for k in 0..200_000 {
+            let digits = match k % 3 {
+                0 => rng.next_u64() % 10_000_000_000_000_000_000,
+                1 => (rng.next_u64() >> rng.below(64)) << rng.below(20),
+                // Multiples of a power of five.
+                _ => (rng.next_u64() >> 30) * 5u64.pow(rng.below(14) as u32),
+            };
+            let exponent = rng.below(61) as i64 - 30;
+            let d = Decimal {
+                negative: rng.one_in(2),
+                digits,
+                exponent,
+            };
+            let s = format!("{}{digits}e{exponent}", if d.negative { "-" } else { "" });
+            let parsed: f64 = s.parse().unwrap();
+            let exact = match exponent {
+                0..=27 => true,
+                -27..0 => digits.is_multiple_of(5u64.pow(exponent.unsigned_abs() as u32)),
+                _ => false,
+            };
+            match dyadic(d) {
+                Some(v) => {
+                    assert!(exact, "{s}");
+                    assert_eq!(v.to_bits(), parsed.to_bits(), "{s}");
+                    answered += 1;
+                }
+                None => assert!(!exact, "{s}"),
+            }
+        }
+        assert!(answered > 80_000, "{answered}");
+        // A tie (2^53 + 1), u64::MAX, the largest product, 3 · 2^-26.
+        for (digits, exponent) in [
+            (9_007_199_254_740_993, 0),
+            (u64::MAX, 0),
+            (9_999_999_999_999_999_999, 27),
+            (3 * 5u64.pow(26), -26),
+        ] {
+            let s = format!("{digits}e{exponent}");
+            let parsed: f64 = s.parse().unwrap();
+            let d = Decimal {
+                negative: false,
+                digits,
+                exponent,
+            };
+            assert_eq!(dyadic(d).map(f64::to_bits), Some(parsed.to_bits()), "{s}");
         }
     }
 
     #[test]
     fn doubles_round_correctly() {
         assert_eq!(to_f64(b"0.1"), 0.1);
-        assert_eq!(to_f64(b"-0"), 0.0);
         assert!(to_f64(b"-0").is_sign_negative());
         assert_eq!(to_f64(b"1e400"), f64::INFINITY);
         assert_eq!(to_f64(b"-1e400"), f64::NEG_INFINITY);
         assert_eq!(to_f64(b"1e-400"), 0.0);
         assert_eq!(to_f64(b"9007199254740993"), 9007199254740992.0);
         assert_eq!(to_f64(b"2.2250738585072011e-308"), 2.225073858507201e-308);
+        assert!(to_f64(b"1x").is_nan());
+        for s in [
+            "0",
+            "-0",
+            "-0.0",
+            "0e5",
+            "-0e5",
+            "0e400",
+            "-0e-400",
+            "0.000",
+            "9007199254740992",
+            "9007199254740993",
+            "9007199254740994",
+            "9007199254740995",
+            "18014398509481985",
+            "18014398509481986",
+            "18446744073709551615",
+            "9223372036854776833",
+            "9223372036854775808",
+            "1e22",
+            "1e23",
+            "8e23",
+            "1.5E+2",
+            "2.2250738585072011e-308",
+            "2.2250738585072012e-308",
+            "2.2250738585072014e-308",
+            "2.225073858507201e-308",
+            "1.7976931348623157e308",
+            "1.7976931348623158e308",
+            "1.7976931348623159e308",
+            "-1.7976931348623157e308",
+            "179769313486231570000e288",
+            "4.9e-324",
+            "5e-324",
+            "2.4703282292062327e-324",
+            "2.4703282292062328e-324",
+            "2.47032822920623272e-324",
+            "1e-324",
+            "3e-324",
+            "1e400",
+            "1e-400",
+            "-1e400",
+            "1e308",
+            "1e309",
+            "1e-307",
+            "1e-308",
+            "1e-342",
+            "1e-343",
+            "9999999999999999999e-343",
+            "9999999999999999999e-362",
+            "1e-999999999",
+            "1e999999999",
+            "0.1",
+            "0.3",
+            "1.1",
+            "123456789012345678",
+            "7.2057594037927933e16",
+            "-65.613616999999977",
+            "3.141592653589793",
+            "2.718281828459045235360287",
+            "1.00000000000000011102230246251565404236316680908203125",
+            "1.00000000000000011102230246251565404236316680908203124",
+            "1.00000000000000011102230246251565404236316680908203126",
+            "123456789012345678901234567890",
+        ] {
+            path(s);
+        }
+    }
+
+    /// Random spellings from the crate's generator (up to 20 integer and
+    /// 20 fraction digits, exponents up to 999): the parser's double
+    /// every time, and the fast paths decide most of them.
+    #[test]
+    fn the_fast_paths_are_the_parsers() {
+        let mut rng = crate::testing::Rng::new(99);
+        let mut paths = [0; 3];
+        for _ in 0..300_000 {
+            let s = crate::testing::random_number(&mut rng, 2, 3);
+            assert_eq!(number_end(s.as_bytes(), 0), Some(s.len()), "{s}");
+            paths[path(&s)] += 1;
+        }
+        // The rest have more than 19 digits, or their double is 0,
+        // subnormal or infinite.
+        assert!(paths[0] > 100_000 && paths[1] > 30_000, "{paths:?}");
+    }
+
+    /// A random spelling of a number of 1..=25 significant digits whose
+    /// value lies anywhere from below the least subnormal to past the
+    /// largest double, with or without a point, an exponent, leading
+    /// zeros, an exponent sign or zeros in the exponent.
+    fn random_spelling(rng: &mut crate::testing::Rng) -> String {
+        let count = 1 + rng.below(25);
+        let mut digits: Vec<u8> = (0..count).map(|_| b'0' + rng.below(10) as u8).collect();
+        digits[0] = b'1' + rng.below(9) as u8;
+        if rng.one_in(4) {
+            let keep = 1 + rng.below(count);
+            digits[keep..].fill(b'0');
+        }
+        // The value is about 10^magnitude.
+        let magnitude: i64 = match rng.below(4) {
+            0 => -330 + rng.below(30) as i64,
+            1 => 295 + rng.below(20) as i64,
+            _ => -345 + rng.below(660) as i64,
+        };
+        let mut s = String::new();
+        if rng.one_in(2) {
+            s.push('-');
+        }
+        let digits = String::from_utf8(digits).unwrap();
+        // Where the point goes: after `point` digits (0: "0." and zeros).
+        let point = rng.below(count + 1);
+        let exponent = if point == 0 {
+            let zeros = rng.below(4);
+            s.push_str("0.");
+            s.push_str(&"0".repeat(zeros));
+            s.push_str(&digits);
+            magnitude + 1 + zeros as i64
+        } else {
+            s.push_str(&digits[..point]);
+            if point < count {
+                s.push('.');
+                s.push_str(&digits[point..]);
+            }
+            magnitude - (point as i64 - 1)
+        };
+        if exponent != 0 || rng.one_in(4) {
+            s.push(rng.pick(&['e', 'E']));
+            if exponent >= 0 && rng.one_in(3) {
+                s.push('+');
+            }
+            if exponent < 0 {
+                s.push('-');
+            }
+            if rng.one_in(8) {
+                s.push('0');
+            }
+            s.push_str(&exponent.unsigned_abs().to_string());
+        }
+        s
+    }
+
+    #[test]
+    fn random_numbers_across_the_whole_range() {
+        let mut rng = crate::testing::Rng::new(2021);
+        let mut paths = [0; 3];
+        for _ in 0..1_000_000 {
+            let s = random_spelling(&mut rng);
+            assert_eq!(number_end(s.as_bytes(), 0), Some(s.len()), "{s}");
+            paths[path(&s)] += 1;
+        }
+        // 19 digits or fewer (about 3/4), a normal double (about 3/4 of
+        // those): decided without the parser.
+        assert!(paths[0] + paths[1] > 500_000, "{paths:?}");
+    }
+
+    /// The exact decimal digits of the point halfway between the positive
+    /// double `x` and the next one up: (digits, exponent) with value
+    /// digits × 10^exponent. Long multiplication in base 10^9.
+    fn midpoint(x: f64) -> (String, i64) {
+        let bits = x.to_bits();
+        let (fraction, biased) = (bits & ((1 << 52) - 1), (bits >> 52) as i64);
+        let (m, e) = if biased == 0 {
+            (fraction, -1074)
+        } else {
+            (fraction | 1 << 52, biased - 1075)
+        };
+        // (2m + 1) · 2^(e - 1)
+        let (odd, e) = (2 * m + 1, e - 1);
+        let mut limbs = vec![odd % 1_000_000_000, odd / 1_000_000_000];
+        let multiply = |limbs: &mut Vec<u64>, by: u64| {
+            let mut carry = 0;
+            for limb in limbs.iter_mut() {
+                let x = *limb * by + carry;
+                *limb = x % 1_000_000_000;
+                carry = x / 1_000_000_000;
+            }
+            while carry > 0 {
+                limbs.push(carry % 1_000_000_000);
+                carry /= 1_000_000_000;
+            }
+        };
+        // 2^e, or 5^-e · 10^e, a few factors at a time.
+        let (factor, chunk, mut left) = if e >= 0 { (2u64, 28, e) } else { (5, 12, -e) };
+        while left > 0 {
+            let k = left.min(chunk);
+            multiply(&mut limbs, factor.pow(k as u32));
+            left -= k;
+        }
+        let mut digits = String::new();
+        for (k, limb) in limbs.iter().rev().enumerate() {
+            if k == 0 {
+                digits.push_str(&limb.to_string());
+            } else {
+                digits.push_str(&format!("{limb:09}"));
+            }
+        }
+        let digits = digits.trim_start_matches('0').to_string();
+        (digits, e.min(0))
+    }
+
+    /// Numbers within a hair of halfway between two doubles, where the
+    /// rounding is decided by the last digits: the exact midpoint when
+    /// it has at most 25 digits, and its first 15..=25 digits rounded
+    /// down and up.
+    #[test]
+    fn near_halfway_between_doubles() {
+        let mut rng = crate::testing::Rng::new(1);
+        assert_eq!(
+            midpoint(1.0),
+            (
+                "100000000000000011102230246251565404236316680908203125".to_string(),
+                -53
+            )
+        );
+        let mut decided = 0;
+        for k in 0..30_000 {
+            let x = match k % 10 {
+                // Subnormals.
+                0 => f64::from_bits(rng.next_u64() % (1 << 52)),
+                // Integers past 2^53, where exact midpoints are short.
+                1 => (rng.next_u64() >> rng.below(11)) as f64,
+                _ => f64::from_bits(rng.next_u64() >> 1),
+            };
+            if !x.is_finite() || x == f64::MAX {
+                continue;
+            }
+            let (digits, exponent) = midpoint(x);
+            let mut spellings = Vec::new();
+            if digits.len() <= 25 {
+                spellings.push((digits.clone(), exponent));
+            }
+            for count in 15..=25.min(digits.len()) {
+                let dropped = (digits.len() - count) as i64;
+                let down: u128 = digits[..count].parse().unwrap();
+                spellings.push((down.to_string(), exponent + dropped));
+                spellings.push(((down + 1).to_string(), exponent + dropped));
+            }
+            for (digits, exponent) in spellings {
+                let s = if rng.one_in(2) {
+                    format!("{digits}e{exponent}")
+                } else {
+                    let exponent = exponent + digits.len() as i64 - 1;
+                    format!("{}.{}e{exponent}", &digits[..1], &digits[1..])
+                };
+                let s = s.replace(".e", "e");
+                decided += usize::from(path(&s) < 2);
+            }
+        }
+        assert!(decided > 100_000, "{decided}");
+    }
+
+    /// Every number of canada.json (coordinates of 16 and 17 digits),
+    /// from the shared corpus if it is there.
+    #[test]
+    fn canada_coordinates() {
+        let mut dirs = Vec::new();
+        if let Some(data) = std::env::var_os("QJSON_DATA") {
+            dirs.push(std::path::PathBuf::from(data));
+        }
+        dirs.push(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
+        dirs.push("/work/shared/data".into());
+        let Some(text) = dirs
+            .iter()
+            .find_map(|d| std::fs::read(d.join("corpus/canada.json")).ok())
+        else {
+            eprintln!("canada.json not found (set QJSON_DATA): skipped");
+            return;
+        };
+        let mut paths = [0; 3];
+        let mut i = 0;
+        while i < text.len() {
+            if matches!(text[i], b'-' | b'0'..=b'9') {
+                let end = number_end(&text, i).expect("a number");
+                paths[path(std::str::from_utf8(&text[i..end]).unwrap())] += 1;
+                i = end;
+            } else {
+                i += 1;
+            }
+        }
+        eprintln!("canada.json: {paths:?} by Clinger, Eisel–Lemire, the parser");
+        assert_eq!(paths.iter().sum::<usize>(), 111_126);
+        assert_eq!(paths[2], 0);
     }
 
     #[test]
