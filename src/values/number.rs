@@ -1,10 +1,13 @@
 //! Numbers: the JSON grammar, correctly rounded doubles, exact integers.
 //!
-//! `to_f64` takes Clinger's fast path when the digits fit 2^53 and the
-//! decimal exponent ±22 (one exact multiplication or division), else
-//! Rust's float parser, which rounds correctly (Eisel–Lemire with an
-//! exact fallback); a magnitude beyond the double range becomes
-//! ±infinity, as `strtod` and lua-cjson give. `to_i64` is exact:
+//! `to_f64` reads the digits once, eight at a time, then takes Clinger's
+//! fast path when the digits fit 2^53 and the decimal exponent ±22 (one
+//! exact multiplication or division), else the Eisel–Lemire algorithm
+//! (one 64×128-bit product with a compile-time table of powers of five),
+//! and leaves what neither can decide to Rust's float parser, which
+//! rounds every input correctly: the result is always that parser's. A
+//! magnitude beyond the double range becomes ±infinity, as `strtod` and
+//! lua-cjson give. `to_i64` is exact:
 //! it accepts any spelling of an integer (`12`, `-0`, `1.0`, `2.5e1`,
 //! `1E3`) whose value fits, and says why otherwise, without ever going
 //! through a double.
@@ -122,12 +125,11 @@ fn non_digits(window: &[u8; WINDOW]) -> u64 {
 #[inline(always)]
 fn non_digits_by_words(window: &[u8; WINDOW]) -> u64 {
     const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
     let mut mask = 0;
     for (k, word) in window.chunks_exact(8).enumerate() {
         // Digits become 0..=9; adding 0x76 to the low seven bits carries
         // into the high bit from 10 up, and never into the next byte.
-        let d = u64::from_le_bytes(word.try_into().expect("8 bytes")) ^ 0x3030_3030_3030_3030;
+        let d = u64::from_le_bytes(word.try_into().expect("8 bytes")) ^ ZEROS;
         let high = (((d & LOW7) + 0x7676_7676_7676_7676) | d) & HIGHS;
         // Gathers the eight high bits into one byte.
         mask |= (high.wrapping_mul(0x0002_0408_1020_4081) >> 56) << (8 * k);
@@ -174,10 +176,8 @@ fn number_end_bytes(src: &[u8], start: usize) -> Option<usize> {
 /// (coordinates, prices) spend most of their validation here.
 #[inline]
 fn skip_digits(src: &[u8], mut i: usize) -> usize {
-    const ZEROS: u64 = 0x3030_3030_3030_3030;
     // A byte above '9' reaches 0x80 when 0x46 is added.
     const PAST_NINE: u64 = 0x4646_4646_4646_4646;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
     while let Some(chunk) = src.get(i..i + 8) {
         let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
         // A byte's high bit is set when it is below '0' (the subtraction
@@ -208,12 +208,30 @@ fn skip_digits(src: &[u8], mut i: usize) -> usize {
 /// correctly: the fast paths answer only when they are sure, so the
 /// result is always the parser's, bit for bit.
 pub fn to_f64(number: &[u8]) -> f64 {
-    if let Some(d) = decimal(number)
-        && let Some(v) = clinger(d).or_else(|| eisel_lemire(d))
+    // Fewer than 8 bytes without an exponent, kept apart from the rest so
+    // that they run no longer for it.
+    if number.len() < 8
+        && let Some(v) = short_f64(short_word(number), number.len())
     {
         return v;
     }
-    parse_f64(number)
+    long_f64(number)
+}
+
+/// [`to_f64`] for any number: the digits read, then Clinger's path,
+/// Eisel–Lemire's or Rust's parser.
+#[inline(never)]
+fn long_f64(number: &[u8]) -> f64 {
+    let Some(d) = decimal(number) else {
+        return parse_f64(number);
+    };
+    if let Some(v) = clinger(d) {
+        return v;
+    }
+    match eisel_lemire(d) {
+        Some(v) => v,
+        None => parse_f64(number),
+    }
 }
 
 /// Rust's parser on `number` (NaN for what it does not read).
@@ -225,9 +243,10 @@ fn parse_f64(number: &[u8]) -> f64 {
     if !number.is_ascii() {
         return f64::NAN;
     }
-    // SAFETY: ASCII bytes are UTF-8.
-    let text = unsafe { core::str::from_utf8_unchecked(number) };
-    text.parse().unwrap_or(f64::NAN)
+    core::str::from_utf8(number)
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(f64::NAN)
 }
 
 /// A JSON number as `±digits × 10^exponent`.
@@ -250,65 +269,146 @@ struct Decimal {
 #[inline(always)]
 fn decimal(n: &[u8]) -> Option<Decimal> {
     if n.len() >= 8 {
-        decimal_with(n, |i| word_at(n, i))
-    } else {
-        // The whole number in one word, read once.
-        let word = short_word(n);
-        decimal_with(n, |i| word >> (8 * i))
+        return decimal_with(n, |i| word_at(n, i), |i| digits_to_end(n, i));
     }
+    // The whole number in one word, read once.
+    let word = short_word(n);
+    decimal_with(n, |i| word.checked_shr(8 * i as u32).unwrap_or(0), |_| None)
+}
+
+/// The nearest double to a JSON number of fewer than 8 bytes (`len`,
+/// `word` holding them and zero bytes past them) if it is an integer or
+/// a decimal without exponent, else `None`. Their digits are all in one
+/// word, the point moved out of the way first; at most 7 digits and 6
+/// decimal places make Clinger's path exact (see [`clinger`]).
+#[inline(always)]
+fn short_f64(word: u64, len: usize) -> Option<f64> {
+    let negative = word as u8 == b'-';
+    let x = word ^ ZEROS;
+    // A minus sign's byte counts as a leading zero.
+    let x = if negative { x & !0xff } else { x };
+    // The zero bytes from `len` on are no digits, so there is a first;
+    // the second is exact when the first is a point.
+    let stops = non_digit_lanes(x);
+    let point = (stops.trailing_zeros() / 8) as usize;
+    let magnitude = if point == len {
+        if len == usize::from(negative) {
+            return None;
+        }
+        eight_digits(x << (64 - 8 * len)) as f64
+    } else {
+        // A point, with digits before it (from `first`) and only digits
+        // after it up to `len`, at least one: `point` in `first + 1..len
+        // - 1`, one unsigned comparison (both sides wrap below `first`).
+        let first = usize::from(negative);
+        let after = (stops & (stops - 1)).trailing_zeros() / 8;
+        if (x >> (8 * point)) as u8 != b'.' ^ b'0'
+            || point.wrapping_sub(first + 1) >= len.wrapping_sub(first + 2)
+            || after as usize != len
+        {
+            return None;
+        }
+        // The fraction's digits moved down one byte, over the point.
+        let below = (1u64 << (8 * point)) - 1;
+        let digits = (x & below) | ((x >> 8) & !below);
+        let places = len - 1 - point;
+        eight_digits(digits << (64 - 8 * (len - 1))) as f64 / EXACT_POWERS[places & 7]
+    };
+    Some(if negative { -magnitude } else { magnitude })
+}
+
+/// The high bit of each byte of `x` (bytes XORed with '0') that was not
+/// an ASCII digit, exact up to the first such byte: a digit is 0..=9
+/// now, and adding 0x76 reaches the high bit from 10 up. Only a byte of
+/// 0x8a or more (no ASCII) carries into the next, which it is below.
+#[inline(always)]
+fn non_digit_lanes(x: u64) -> u64 {
+    (x.wrapping_add(0x7676_7676_7676_7676) | x) & HIGHS
 }
 
 /// [`decimal`], `word(i)` giving `n[i..]`'s first eight bytes (the first
-/// in the low byte), zero bytes standing for those past the end; it is
-/// called with `i <= n.len()` only.
+/// in the low byte), zero bytes standing for those past the end, and
+/// `to_end(i)` the value and count of the digits `n[i..]` when they are
+/// at most 16 digits (or `None`, which is always right); both are called
+/// with `i <= n.len()` only.
+///
+/// An integer part of fewer than 8 digits (coordinates, prices) is read
+/// with the fraction's first digits: the word at the integer's start and
+/// the one a byte later, merged at the point, hold 8 digits of both. The
+/// rest of a fraction that ends the number is read without a loop.
 #[inline(always)]
-fn decimal_with(n: &[u8], word: impl Fn(usize) -> u64) -> Option<Decimal> {
+fn decimal_with(
+    n: &[u8],
+    word: impl Fn(usize) -> u64,
+    to_end: impl Fn(usize) -> Option<(u64, usize)>,
+) -> Option<Decimal> {
     let negative = n.first() == Some(&b'-');
     let start = usize::from(negative);
-    let mut digits = 0u64;
-    let int_end = digit_run(&word, start, &mut digits);
-    if int_end == start {
-        return None;
-    }
-    let mut i = int_end;
-    let mut exponent = 0i64;
-    if n.get(i) == Some(&b'.') {
-        let from = i + 1;
-        i = digit_run(&word, from, &mut digits);
-        if i == from {
+    let x = word(start) ^ ZEROS;
+    let mut int_len = (non_digit_lanes(x).trailing_zeros() / 8) as usize;
+    let mut digits;
+    // The end of the integer and fraction, the byte there, the number of
+    // fraction digits.
+    let (i, stop, frac_len);
+    if int_len < 8 {
+        if int_len == 0 {
             return None;
         }
-        exponent = -((i - from) as i64);
-    }
-    // Digits written: the integer part's and the fraction's.
-    let written = (int_end - start) + (-exponent) as usize;
-    let mantissa_end = i;
-    if i < n.len() {
-        if n[i] | 0x20 != b'e' {
-            return None;
+        let after_int = (x >> (8 * int_len)) as u8 ^ b'0';
+        if after_int == b'.' {
+            let below = (1u64 << (8 * int_len)) - 1;
+            let merged = (x & below) | ((word(start + 1) ^ ZEROS) & !below);
+            let stops = non_digit_lanes(merged);
+            if stops == 0 {
+                // All 8 are digits, so the word read from `start + 1` was
+                // all in `n`: `start + 9 <= n.len()`.
+                digits = eight_digits(merged);
+                if let Some((rest, count)) = to_end(start + 9) {
+                    digits = digits.wrapping_mul(POWERS_OF_TEN[count]).wrapping_add(rest);
+                    (i, stop) = (n.len(), 0);
+                } else {
+                    (i, stop) = digit_run(&word, start + 9, &mut digits);
+                }
+            } else {
+                let run = (stops.trailing_zeros() / 8) as usize;
+                if run == int_len {
+                    return None;
+                }
+                digits = eight_digits(merged << (64 - 8 * run));
+                i = start + 1 + run;
+                stop = (merged >> (8 * run)) as u8 ^ b'0';
+            }
+            frac_len = i - (start + int_len + 1);
+        } else {
+            digits = eight_digits(x << (64 - 8 * int_len));
+            (i, stop, frac_len) = (start + int_len, after_int, 0);
         }
-        i += 1;
-        let negative_exponent = n.get(i) == Some(&b'-');
-        if matches!(n.get(i), Some(b'+' | b'-')) {
-            i += 1;
-        }
-        let from = i;
-        let mut e = 0i64;
-        while let Some(&d) = n.get(i).filter(|d| d.is_ascii_digit()) {
-            if i - from == 9 {
+    } else {
+        // 8 integer digits or more (so `start + 8 <= n.len()`).
+        digits = eight_digits(x);
+        let (int_end, after_int) = digit_run(&word, start + 8, &mut digits);
+        int_len = int_end - start;
+        if after_int == b'.' {
+            let from = int_end + 1;
+            (i, stop) = digit_run(&word, from, &mut digits);
+            if i == from {
                 return None;
             }
-            e = e * 10 + i64::from(d - b'0');
-            i += 1;
+            frac_len = i - from;
+        } else {
+            (i, stop, frac_len) = (int_end, after_int, 0);
         }
-        if i == from || i != n.len() {
+    }
+    let mut exponent = -(frac_len as i64);
+    if i != n.len() {
+        if stop | 0x20 != b'e' {
             return None;
         }
-        exponent += if negative_exponent { -e } else { e };
+        exponent += read_exponent(&n[i + 1..])?;
     }
     // `digits` took every digit, wrapping past 19 of them; it is exact
     // when no more than 19 follow the leading zeros (which add nothing).
-    if written > 19 && significant(&n[start..mantissa_end]) > 19 {
+    if int_len + frac_len > 19 && significant(&n[start..i]) > 19 {
         return None;
     }
     Some(Decimal {
@@ -316,6 +416,29 @@ fn decimal_with(n: &[u8], word: impl Fn(usize) -> u64) -> Option<Decimal> {
         digits,
         exponent,
     })
+}
+
+/// The exponent written `e` (after the `e`): an optional sign and 1 to 9
+/// digits, nothing after them.
+#[inline(always)]
+fn read_exponent(e: &[u8]) -> Option<i64> {
+    let (negative, digits) = match e.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        _ => (false, e),
+    };
+    if digits.is_empty() || digits.len() > 9 {
+        return None;
+    }
+    let mut value = 0i64;
+    for &d in digits {
+        let d = d.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        value = value * 10 + i64::from(d);
+    }
+    Some(if negative { -value } else { value })
 }
 
 /// How many of the digits of `mantissa` (a JSON number's digits and
@@ -334,17 +457,13 @@ fn significant(mantissa: &[u8]) -> usize {
 
 /// Reads the digits that start at `i` into `digits` (as further decimal
 /// places, wrapping past 2^64) and returns the index of the first byte
-/// after them: eight at a time, then the last few in one go.
+/// after them and that byte (0 past the end): eight at a time, then the
+/// last few in one go.
 #[inline(always)]
-fn digit_run(word: &impl Fn(usize) -> u64, mut i: usize, digits: &mut u64) -> usize {
+fn digit_run(word: &impl Fn(usize) -> u64, mut i: usize, digits: &mut u64) -> (usize, u8) {
     loop {
-        let w = word(i);
-        // Each byte's distance above '0'; exact up to the first
-        // non-digit, as borrows only move upwards.
-        let d = w.wrapping_sub(ZEROS);
-        // The high bit of every byte that is not a digit (as in
-        // `skip_digits`).
-        let non_digit = (d | w.wrapping_add(PAST_NINE)) & HIGHS;
+        let d = word(i) ^ ZEROS;
+        let non_digit = non_digit_lanes(d);
         if non_digit == 0 {
             *digits = digits
                 .wrapping_mul(100_000_000)
@@ -353,26 +472,61 @@ fn digit_run(word: &impl Fn(usize) -> u64, mut i: usize, digits: &mut u64) -> us
             continue;
         }
         let run = (non_digit.trailing_zeros() / 8) as usize;
-        if run > 0 {
-            // The run's bytes moved to the top of the word, zeros below
-            // them: the same value read as eight digits.
-            *digits = digits
-                .wrapping_mul(SMALL_POWERS[run])
-                .wrapping_add(eight_digits(d << (64 - 8 * run)));
-        }
-        return i + run;
+        // The run's bytes moved to the top of the word, zeros below them:
+        // the same value read as eight digits (nothing when the run is
+        // empty: the two shifts move the word out whole).
+        let top = (d << 1) << (63 - 8 * run);
+        *digits = digits
+            .wrapping_mul(POWERS_OF_TEN[run])
+            .wrapping_add(eight_digits(top));
+        return (i + run, (d >> (8 * run)) as u8 ^ b'0');
     }
 }
 
+/// The value and count of the digits `n[i..]` (`8 <= n.len()`,
+/// `i <= n.len()`) if they are at most 16 digits: the last 8 bytes, and the
+/// 8 at `i` before them if there are more than 8, those before `i` taken
+/// as zeros. `None` otherwise.
+#[inline(always)]
+fn digits_to_end(n: &[u8], i: usize) -> Option<(u64, usize)> {
+    let count = n.len() - i;
+    let last = n.len() - 8;
+    let tail = u64::from_le_bytes(n[last..].try_into().expect("8 bytes")) ^ ZEROS;
+    if count == 0 {
+        return Some((0, 0));
+    }
+    if count <= 8 {
+        // Bytes before `i` read as zeros.
+        let tail = tail & (!0 << (8 * (8 - count)));
+        return (non_digit_lanes(tail) == 0).then(|| (eight_digits(tail), count));
+    }
+    if count > 16 {
+        return None;
+    }
+    let head = u64::from_le_bytes(n[i..i + 8].try_into().expect("8 bytes")) ^ ZEROS;
+    let tail = tail & (!0 << (8 * (16 - count)));
+    if non_digit_lanes(head) | non_digit_lanes(tail) != 0 {
+        return None;
+    }
+    let head = eight_digits(head).wrapping_mul(POWERS_OF_TEN[count - 8]);
+    Some((head.wrapping_add(eight_digits(tail)), count))
+}
+
+/// 10^k, k < 17.
+const POWERS_OF_TEN: [u64; 17] = {
+    let mut powers = [1u64; 17];
+    let mut k = 1;
+    while k < 17 {
+        powers[k] = powers[k - 1] * 10;
+        k += 1;
+    }
+    powers
+};
+
 /// ASCII '0' in every byte.
 const ZEROS: u64 = 0x3030_3030_3030_3030;
-/// Added to a byte, reaches 0x80 when the byte is above '9'.
-const PAST_NINE: u64 = 0x4646_4646_4646_4646;
 /// The high bit of every byte.
 const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// 10^k for the `k < 8` digits of a partial word.
-const SMALL_POWERS: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
 
 /// The value of eight decimal digits, one a byte (0..=9), the first (most
 /// significant) in the low byte: three multiplications, each joining
@@ -392,28 +546,28 @@ fn eight_digits(d: u64) -> u64 {
 /// past the end (`8 <= n.len()`, `i <= n.len()`).
 #[inline(always)]
 fn word_at(n: &[u8], i: usize) -> u64 {
-    if let Some(bytes) = n.get(i..i + 8) {
-        return u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+    if let Some(bytes) = n.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+        return u64::from_le_bytes(*bytes);
     }
-    // The last eight bytes, shifted down past those before `i`.
-    let last = n.len().saturating_sub(8);
-    let tail = u64::from_le_bytes(n[last..last + 8].try_into().expect("8 bytes"));
-    tail.checked_shr(8 * (i - last) as u32).unwrap_or(0)
+    // The last eight bytes, shifted down past the 1..=8 before `i`.
+    let last = n.len() - 8;
+    let tail = u64::from_le_bytes(n[last..].try_into().expect("8 bytes"));
+    (tail >> 8) >> (8 * (i - last) - 8)
 }
 
 /// The bytes of `n` (fewer than 8) as a little-endian word, zero bytes
-/// past the end: two overlapping 4-byte reads, or three single bytes.
+/// past the end: two reads that overlap unless there are 2 or 4 bytes.
 #[inline(always)]
 fn short_word(n: &[u8]) -> u64 {
     let len = n.len();
     if len >= 4 {
-        let low = u32::from_le_bytes(n[..4].try_into().expect("4 bytes"));
-        let high = u32::from_le_bytes(n[len - 4..].try_into().expect("4 bytes"));
-        u64::from(low) | u64::from(high) << (8 * (len - 4))
-    } else if len > 0 {
+        let u32_at = |k: usize| u64::from(u32::from_le_bytes([n[k], n[k + 1], n[k + 2], n[k + 3]]));
+        u32_at(0) | u32_at(len - 4) << (8 * (len - 4))
+    } else if len >= 2 {
+        let u16_at = |k: usize| u64::from(u16::from_le_bytes([n[k], n[k + 1]]));
+        u16_at(0) | u16_at(len - 2) << (8 * (len - 2))
+    } else if len == 1 {
         u64::from(n[0])
-            | u64::from(n[len / 2]) << (8 * (len / 2))
-            | u64::from(n[len - 1]) << (8 * (len - 1))
     } else {
         0
     }
@@ -583,25 +737,24 @@ fn eisel_lemire(d: Decimal) -> Option<f64> {
     let lead = upper >> 63;
     // `F` is 0 or within 2 of all ones only if its low 64 bits are.
     if (product as u64).wrapping_add(2) <= 2 && !decided(product, 73 + lead as u32) {
-        return dyadic(d);
+        return dyadic(d.negative, d.digits, d.exponent);
     }
     let bits54 = upper >> (9 + lead);
     // Round half up, into [2^52, 2^53].
     let mantissa = (bits54 + 1) >> 1;
     // The value is mantissa · 2^e with e = floor(log2(10^q)) − shift
     // + lead + 11 (the 2^64 dropped with the low word, the bits shifted
-    // out, the table's 2^127 scale); + 1075 for the bias and the 52
-    // fraction bits; + 1 when rounding carried into bit 53, where the
-    // fraction bits below stay zero.
-    let biased = floor_log2_pow10(d.exponent) - i64::from(shift)
-        + (lead as i64)
-        + (11 + 1075)
-        + (mantissa >> 53) as i64;
-    if !(1..=2046).contains(&biased) {
+    // out, the table's 2^127 scale); the biased exponent of a double is
+    // e + 1075 (the bias and the 52 fraction bits). Adding the mantissa
+    // to the field below that adds its leading bit back: 1, or 2 when
+    // rounding carried into bit 53 (the fraction bits are then zero).
+    let below = floor_log2_pow10(d.exponent) - i64::from(shift) + lead as i64 + (11 + 1075 - 1);
+    // Normal doubles only: the biased exponent in 1..=2046.
+    if below as u64 + (mantissa >> 53) >= 2046 {
         return None;
     }
-    let bits = u64::from(d.negative) << 63 | (biased as u64) << 52 | (mantissa & ((1 << 52) - 1));
-    Some(f64::from_bits(bits))
+    let bits = ((below as u64) << 52) + mantissa;
+    Some(f64::from_bits(bits | u64::from(d.negative) << 63))
 }
 
 /// Whether the `bits` low bits of `product` (`F` in [`eisel_lemire`])
@@ -612,30 +765,29 @@ fn decided(product: u128, bits: u32) -> bool {
     rest != 0 && rest < (1 << bits) - 2
 }
 
-/// The nearest double to `d` when its value is an integer of at most
+/// The nearest double to `±digits × 10^q` when it is an integer of at most
 /// 128 bits times a power of two within ±27, else `None`: the values
 /// [`eisel_lemire`] cannot round from its product, as they can lie
 /// exactly on a double or halfway between two (integers from 2^53 up,
 /// decimals written with trailing zeros). `u128 as f64` rounds to
 /// nearest, ties to even, and the power of two then scales exactly.
 #[cold]
-fn dyadic(d: Decimal) -> Option<f64> {
-    let q = d.exponent;
+fn dyadic(negative: bool, digits: u64, q: i64) -> Option<f64> {
     let integer = if (0..=27).contains(&q) {
         // 5^27 < 2^63: the product fits.
-        u128::from(d.digits) * 5u128.pow(q as u32)
+        u128::from(digits) * 5u128.pow(q as u32)
     } else if (-27..0).contains(&q) {
         let five = 5u64.pow(q.unsigned_abs() as u32);
-        if !d.digits.is_multiple_of(five) {
+        if !digits.is_multiple_of(five) {
             return None;
         }
-        u128::from(d.digits / five)
+        u128::from(digits / five)
     } else {
         return None;
     };
     let scale = f64::from_bits(((1023 + q) as u64) << 52);
     let magnitude = integer as f64 * scale;
-    Some(if d.negative { -magnitude } else { magnitude })
+    Some(if negative { -magnitude } else { magnitude })
 }
 
 /// The exact value of a valid JSON number as an `i64`.
@@ -924,6 +1076,41 @@ mod tests {
         }
     }
 
+    /// Any bytes at all, numbers or not, short or long: `to_f64` is Rust's
+    /// parser, NaN where that fails (its own extensions, `1.`, `.5`, `+1`
+    /// or `inf`, reach it through the fallback).
+    #[test]
+    fn any_bytes_as_the_parser_reads_them() {
+        let mut rng = crate::testing::Rng::new(8);
+        let alphabet = b"0123456789012345678900000-.eE+x \0";
+        for k in 0..400_000 {
+            let len = if k % 2 == 0 {
+                rng.below(9)
+            } else {
+                rng.below(30)
+            };
+            let bytes: Vec<u8> = (0..len).map(|_| rng.pick(alphabet)).collect();
+            let text = String::from_utf8(bytes).unwrap();
+            let parsed = text.parse::<f64>().unwrap_or(f64::NAN);
+            let got = to_f64(text.as_bytes());
+            assert!(
+                got.to_bits() == parsed.to_bits() || got.is_nan() && parsed.is_nan(),
+                "{text:?}: {got} != {parsed}"
+            );
+        }
+        // Every short spelling of a number of the grammar.
+        for s in [
+            "0", "-0", "-", "", "1.", ".5", "-.5", "-1.", "1.5.", "1..5", "1-", "12-4",
+        ] {
+            let parsed = s.parse::<f64>().unwrap_or(f64::NAN);
+            let got = to_f64(s.as_bytes());
+            assert!(
+                got.to_bits() == parsed.to_bits() || got.is_nan() && parsed.is_nan(),
+                "{s:?}"
+            );
+        }
+    }
+
     #[test]
     fn eight_digits_at_once() {
         let mut rng = crate::testing::Rng::new(5);
@@ -1031,7 +1218,7 @@ mod tests {
                 -27..0 => digits.is_multiple_of(5u64.pow(exponent.unsigned_abs() as u32)),
                 _ => false,
             };
-            match dyadic(d) {
+            match dyadic(d.negative, d.digits, d.exponent) {
                 Some(v) => {
                     assert!(exact, "{s}");
                     assert_eq!(v.to_bits(), parsed.to_bits(), "{s}");
@@ -1055,7 +1242,8 @@ mod tests {
                 digits,
                 exponent,
             };
-            assert_eq!(dyadic(d).map(f64::to_bits), Some(parsed.to_bits()), "{s}");
+            let got = dyadic(d.negative, d.digits, d.exponent);
+            assert_eq!(got.map(f64::to_bits), Some(parsed.to_bits()), "{s}");
         }
     }
 
