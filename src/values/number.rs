@@ -198,8 +198,9 @@ fn skip_digits(src: &[u8], mut i: usize) -> usize {
 
 /// The nearest double to a valid JSON number (±infinity past the range).
 ///
-/// The digits are read once ([`decimal`]: up to 19 significant digits
-/// into a `u64`, and a decimal exponent); the double is then Clinger's
+/// The digits are read once (up to 19 significant digits into a `u64`,
+/// and a decimal exponent: [`short_f64`] for up to 8 bytes, all in
+/// one word, [`decimal`] for the rest); the double is then Clinger's
 /// exact quotient or product ([`clinger`]) when that applies, else
 /// Eisel–Lemire's ([`eisel_lemire`]). Whatever neither decides (more
 /// than 19 significant digits, a value within a hair of a rounding
@@ -208,14 +209,11 @@ fn skip_digits(src: &[u8], mut i: usize) -> usize {
 /// correctly: the fast paths answer only when they are sure, so the
 /// result is always the parser's, bit for bit.
 pub fn to_f64(number: &[u8]) -> f64 {
-    // Fewer than 8 bytes without an exponent, kept apart from the rest so
-    // that they run no longer for it.
-    if number.len() < 8
-        && let Some(v) = short_f64(short_word(number), number.len())
-    {
-        return v;
+    if number.len() <= 8 {
+        short_f64(number)
+    } else {
+        long_f64(number)
     }
-    long_f64(number)
 }
 
 /// [`to_f64`] for any number: the digits read, then Clinger's path,
@@ -268,53 +266,135 @@ struct Decimal {
 /// leaves those to Rust's parser.
 #[inline(always)]
 fn decimal(n: &[u8]) -> Option<Decimal> {
+    let (negative, n) = match n.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, n),
+    };
     if n.len() >= 8 {
-        return decimal_with(n, |i| word_at(n, i), |i| digits_to_end(n, i));
+        return decimal_with(n, negative, |i| word_at(n, i), |i| digits_to_end(n, i));
     }
     // The whole number in one word, read once.
     let word = short_word(n);
-    decimal_with(n, |i| word.checked_shr(8 * i as u32).unwrap_or(0), |_| None)
+    let word_at = |i: usize| word.checked_shr(8 * i as u32).unwrap_or(0);
+    decimal_with(n, negative, word_at, |_| None)
 }
 
-/// The nearest double to a JSON number of fewer than 8 bytes (`len`,
-/// `word` holding them and zero bytes past them) if it is an integer or
-/// a decimal without exponent, else `None`. Their digits are all in one
-/// word, the point moved out of the way first; at most 7 digits and 6
-/// decimal places make Clinger's path exact (see [`clinger`]).
+/// [`to_f64`] for up to 8 bytes. All of them are in one word: the point
+/// is moved out of the way of the digits, which are read at once (at
+/// most 8, below 2^53: Clinger's path, see [`clinger`]). Integers
+/// and decimals are done here, exponents by [`short_exponent`], anything
+/// else by [`long_f64`].
 #[inline(always)]
-fn short_f64(word: u64, len: usize) -> Option<f64> {
+fn short_f64(n: &[u8]) -> f64 {
+    let (word, len) = (short_word(n), n.len());
     let negative = word as u8 == b'-';
     let x = word ^ ZEROS;
     // A minus sign's byte counts as a leading zero.
     let x = if negative { x & !0xff } else { x };
-    // The zero bytes from `len` on are no digits, so there is a first;
-    // the second is exact when the first is a point.
+    // The zero bytes from `len` on are no digits: the first byte that is
+    // no digit is at most at `len` (8 when there is none in 8 bytes); the
+    // next is exact when the first is a point (see `non_digit_lanes`).
     let stops = non_digit_lanes(x);
     let point = (stops.trailing_zeros() / 8) as usize;
+    let first = usize::from(negative);
     let magnitude = if point == len {
-        if len == usize::from(negative) {
-            return None;
+        if len == first {
+            return parse_f64(n);
         }
         eight_digits(x << (64 - 8 * len)) as f64
-    } else {
-        // A point, with digits before it (from `first`) and only digits
-        // after it up to `len`, at least one: `point` in `first + 1..len
+    } else if (x >> (8 * point)) as u8 == b'.' ^ b'0' {
+        // Digits before the point and at least one after it, up to the
+        // next byte that is no digit, `end`: `point` in `first + 1..end
         // - 1`, one unsigned comparison (both sides wrap below `first`).
-        let first = usize::from(negative);
-        let after = (stops & (stops - 1)).trailing_zeros() / 8;
-        if (x >> (8 * point)) as u8 != b'.' ^ b'0'
-            || point.wrapping_sub(first + 1) >= len.wrapping_sub(first + 2)
-            || after as usize != len
-        {
-            return None;
+        let end = ((stops & (stops - 1)).trailing_zeros() / 8) as usize;
+        if point.wrapping_sub(first + 1) >= end.wrapping_sub(first + 2) {
+            return long_f64(n);
+        }
+        if end != len {
+            return short_exponent(n, negative, x, point, end);
         }
         // The fraction's digits moved down one byte, over the point.
         let below = (1u64 << (8 * point)) - 1;
         let digits = (x & below) | ((x >> 8) & !below);
         let places = len - 1 - point;
         eight_digits(digits << (64 - 8 * (len - 1))) as f64 / EXACT_POWERS[places & 7]
+    } else {
+        if point == first {
+            return long_f64(n);
+        }
+        return short_exponent(n, negative, x, point, point);
     };
-    Some(if negative { -magnitude } else { magnitude })
+    if negative { -magnitude } else { magnitude }
+}
+
+/// [`short_f64`] for digits followed by what should be an exponent at
+/// `end` (`1e9`, `-1.5e-7`), a point at `point` if `point < end`: the
+/// exponent's 1 to 5 digits are read from the word `x` too (the bytes
+/// XORed with '0'). Anything but an exponent goes to [`long_f64`].
+#[inline(never)]
+fn short_exponent(n: &[u8], negative: bool, x: u64, point: usize, end: usize) -> f64 {
+    let len = n.len();
+    let lane = |k: usize| (x >> (8 * k)) as u8;
+    // 'e' or 'E', a sign or none, and only digits up to the end (so
+    // `end + 1 < len <= 8`).
+    if end + 1 >= len {
+        return long_f64(n);
+    }
+    let sign = lane(end + 1);
+    let negative_exponent = sign == b'-' ^ b'0';
+    let from = end + 1 + usize::from(negative_exponent || sign == b'+' ^ b'0');
+    if lane(end) | 0x20 != (b'e' ^ b'0') | 0x20 || from >= len {
+        return long_f64(n);
+    }
+    let mut exponent = 0i64;
+    for k in from..len {
+        if lane(k) > 9 {
+            return long_f64(n);
+        }
+        exponent = exponent * 10 + i64::from(lane(k));
+    }
+    // The digits, over the point if there is one (then `point < end`).
+    let (digits, count) = if point < end {
+        let below = (1u64 << (8 * point)) - 1;
+        ((x & below) | ((x >> 8) & !below), end - 1)
+    } else {
+        (x, end)
+    };
+    let digits = if count <= 4 {
+        four_digits((digits << (32 - 8 * count)) as u32)
+    } else {
+        eight_digits(digits << (64 - 8 * count))
+    };
+    let places = (end - point).saturating_sub(1) as i64;
+    let exponent = if negative_exponent {
+        -exponent
+    } else {
+        exponent
+    } - places;
+    let d = Decimal {
+        negative,
+        digits,
+        exponent,
+    };
+    match clinger(d) {
+        Some(v) => v,
+        None => eisel_lemire_or_parse(negative, digits, exponent, n),
+    }
+}
+
+/// Eisel–Lemire's double for `±digits × 10^exponent`, spelt `n`, else
+/// Rust's parser's.
+#[inline(never)]
+fn eisel_lemire_or_parse(negative: bool, digits: u64, exponent: i64, n: &[u8]) -> f64 {
+    let d = Decimal {
+        negative,
+        digits,
+        exponent,
+    };
+    match eisel_lemire(d) {
+        Some(v) => v,
+        None => parse_f64(n),
+    }
 }
 
 /// The high bit of each byte of `x` (bytes XORed with '0') that was not
@@ -326,7 +406,8 @@ fn non_digit_lanes(x: u64) -> u64 {
     (x.wrapping_add(0x7676_7676_7676_7676) | x) & HIGHS
 }
 
-/// [`decimal`], `word(i)` giving `n[i..]`'s first eight bytes (the first
+/// [`decimal`] for `n` without its sign, `word(i)` giving `n[i..]`'s
+/// first eight bytes (the first
 /// in the low byte), zero bytes standing for those past the end, and
 /// `to_end(i)` the value and count of the digits `n[i..]` when they are
 /// at most 16 digits (or `None`, which is always right); both are called
@@ -339,12 +420,11 @@ fn non_digit_lanes(x: u64) -> u64 {
 #[inline(always)]
 fn decimal_with(
     n: &[u8],
+    negative: bool,
     word: impl Fn(usize) -> u64,
     to_end: impl Fn(usize) -> Option<(u64, usize)>,
 ) -> Option<Decimal> {
-    let negative = n.first() == Some(&b'-');
-    let start = usize::from(negative);
-    let x = word(start) ^ ZEROS;
+    let x = word(0) ^ ZEROS;
     let mut int_len = (non_digit_lanes(x).trailing_zeros() / 8) as usize;
     let mut digits;
     // The end of the integer and fraction, the byte there, the number of
@@ -357,17 +437,17 @@ fn decimal_with(
         let after_int = (x >> (8 * int_len)) as u8 ^ b'0';
         if after_int == b'.' {
             let below = (1u64 << (8 * int_len)) - 1;
-            let merged = (x & below) | ((word(start + 1) ^ ZEROS) & !below);
+            let merged = (x & below) | ((word(1) ^ ZEROS) & !below);
             let stops = non_digit_lanes(merged);
             if stops == 0 {
-                // All 8 are digits, so the word read from `start + 1` was
-                // all in `n`: `start + 9 <= n.len()`.
+                // All 8 are digits, so the word read from 1 was all in
+                // `n`: `9 <= n.len()`.
                 digits = eight_digits(merged);
-                if let Some((rest, count)) = to_end(start + 9) {
+                if let Some((rest, count)) = to_end(9) {
                     digits = digits.wrapping_mul(POWERS_OF_TEN[count]).wrapping_add(rest);
                     (i, stop) = (n.len(), 0);
                 } else {
-                    (i, stop) = digit_run(&word, start + 9, &mut digits);
+                    (i, stop) = digit_run(&word, 9, &mut digits);
                 }
             } else {
                 let run = (stops.trailing_zeros() / 8) as usize;
@@ -375,19 +455,23 @@ fn decimal_with(
                     return None;
                 }
                 digits = eight_digits(merged << (64 - 8 * run));
-                i = start + 1 + run;
+                i = 1 + run;
                 stop = (merged >> (8 * run)) as u8 ^ b'0';
             }
-            frac_len = i - (start + int_len + 1);
+            frac_len = i - (int_len + 1);
         } else {
             digits = eight_digits(x << (64 - 8 * int_len));
-            (i, stop, frac_len) = (start + int_len, after_int, 0);
+            (i, stop, frac_len) = (int_len, after_int, 0);
         }
     } else {
-        // 8 integer digits or more (so `start + 8 <= n.len()`).
+        // 8 integer digits or more (so `8 <= n.len()`).
         digits = eight_digits(x);
-        let (int_end, after_int) = digit_run(&word, start + 8, &mut digits);
-        int_len = int_end - start;
+        let (int_end, after_int) = if n.len() == 8 {
+            (8, 0)
+        } else {
+            digit_run(&word, 8, &mut digits)
+        };
+        int_len = int_end;
         if after_int == b'.' {
             let from = int_end + 1;
             (i, stop) = digit_run(&word, from, &mut digits);
@@ -408,7 +492,7 @@ fn decimal_with(
     }
     // `digits` took every digit, wrapping past 19 of them; it is exact
     // when no more than 19 follow the leading zeros (which add nothing).
-    if int_len + frac_len > 19 && significant(&n[start..i]) > 19 {
+    if int_len + frac_len > 19 && significant(&n[..i]) > 19 {
         return None;
     }
     Some(Decimal {
@@ -542,6 +626,13 @@ fn eight_digits(d: u64) -> u64 {
     quads.wrapping_mul(1 + (10_000 << 32)) >> 32
 }
 
+/// [`eight_digits`] for four (two steps, no 64-bit constants).
+#[inline(always)]
+fn four_digits(d: u32) -> u64 {
+    let pairs = (d.wrapping_mul(1 + (10 << 8)) >> 8) & 0x00ff_00ff;
+    u64::from(pairs.wrapping_mul(1 + (100 << 16)) >> 16)
+}
+
 /// `n[i..]`'s first eight bytes as a little-endian word, zero bytes
 /// past the end (`8 <= n.len()`, `i <= n.len()`).
 #[inline(always)]
@@ -555,8 +646,8 @@ fn word_at(n: &[u8], i: usize) -> u64 {
     (tail >> 8) >> (8 * (i - last) - 8)
 }
 
-/// The bytes of `n` (fewer than 8) as a little-endian word, zero bytes
-/// past the end: two reads that overlap unless there are 2 or 4 bytes.
+/// The bytes of `n` (at most 8) as a little-endian word, zero bytes
+/// past the end: two reads that overlap unless there are 2, 4 or 8 bytes.
 #[inline(always)]
 fn short_word(n: &[u8]) -> u64 {
     let len = n.len();
@@ -1069,20 +1160,35 @@ mod tests {
                 let want = u64::from_le_bytes(want);
                 if len >= 8 {
                     assert_eq!(word_at(&n, i), want, "{len} {i}");
-                } else {
-                    assert_eq!(short_word(&n) >> (8 * i), want, "{len} {i}");
+                }
+                if len <= 8 {
+                    let short = short_word(&n).checked_shr(8 * i as u32).unwrap_or(0);
+                    assert_eq!(short, want, "{len} {i}");
                 }
             }
         }
     }
 
-    /// Any bytes at all, numbers or not, short or long: `to_f64` is Rust's
-    /// parser, NaN where that fails (its own extensions, `1.`, `.5`, `+1`
-    /// or `inf`, reach it through the fallback).
+    /// Any bytes at all, numbers or not, short or long, ASCII or not:
+    /// `to_f64` is Rust's parser, NaN where that fails (its own
+    /// extensions, `1.`, `.5`, `+1` or `inf`, reach it through the
+    /// fallback).
     #[test]
     fn any_bytes_as_the_parser_reads_them() {
+        let agrees = |bytes: &[u8]| {
+            let parsed = std::str::from_utf8(bytes)
+                .ok()
+                .and_then(|text| text.parse::<f64>().ok())
+                .unwrap_or(f64::NAN);
+            let got = to_f64(bytes);
+            assert!(
+                got.to_bits() == parsed.to_bits() || got.is_nan() && parsed.is_nan(),
+                "{:?}: {got} != {parsed}",
+                String::from_utf8_lossy(bytes)
+            );
+        };
         let mut rng = crate::testing::Rng::new(8);
-        let alphabet = b"0123456789012345678900000-.eE+x \0";
+        let alphabet = b"0123456789012345678900000-.eE+x \0\xc3\xa9\xff";
         for k in 0..400_000 {
             let len = if k % 2 == 0 {
                 rng.below(9)
@@ -1090,29 +1196,17 @@ mod tests {
                 rng.below(30)
             };
             let bytes: Vec<u8> = (0..len).map(|_| rng.pick(alphabet)).collect();
-            let text = String::from_utf8(bytes).unwrap();
-            let parsed = text.parse::<f64>().unwrap_or(f64::NAN);
-            let got = to_f64(text.as_bytes());
-            assert!(
-                got.to_bits() == parsed.to_bits() || got.is_nan() && parsed.is_nan(),
-                "{text:?}: {got} != {parsed}"
-            );
+            agrees(&bytes);
         }
-        // Every short spelling of a number of the grammar.
         for s in [
-            "0", "-0", "-", "", "1.", ".5", "-.5", "-1.", "1.5.", "1..5", "1-", "12-4",
+            "0", "-0", "-", "", "1.", ".5", "-.5", "-1.", "1.5.", "1..5", "1-", "12-4", "1é", "1.é",
         ] {
-            let parsed = s.parse::<f64>().unwrap_or(f64::NAN);
-            let got = to_f64(s.as_bytes());
-            assert!(
-                got.to_bits() == parsed.to_bits() || got.is_nan() && parsed.is_nan(),
-                "{s:?}"
-            );
+            agrees(s.as_bytes());
         }
     }
 
     #[test]
-    fn eight_digits_at_once() {
+    fn eight_and_four_digits_at_once() {
         let mut rng = crate::testing::Rng::new(5);
         for k in 0..100_000u64 {
             let v = if k < 1000 {
@@ -1123,6 +1217,8 @@ mod tests {
             let text = format!("{v:08}");
             let word = u64::from_le_bytes(text.as_bytes().try_into().unwrap());
             assert_eq!(eight_digits(word - ZEROS), v, "{text}");
+            let four = u32::from_le_bytes(text.as_bytes()[4..].try_into().unwrap());
+            assert_eq!(four_digits(four - 0x3030_3030), v % 10_000, "{text}");
         }
     }
 
@@ -1203,7 +1299,7 @@ mod tests {
                 0 => rng.next_u64() % 10_000_000_000_000_000_000,
                 1 => (rng.next_u64() >> rng.below(64)) << rng.below(20),
                 // Multiples of a power of five.
-                _ => (rng.next_u64() >> 30) * 5u64.pow(rng.below(14) as u32),
+                _ => (rng.next_u64() >> 34) * 5u64.pow(rng.below(14) as u32),
             };
             let exponent = rng.below(61) as i64 - 30;
             let d = Decimal {
