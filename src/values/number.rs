@@ -212,7 +212,87 @@ pub fn to_f64(number: &[u8]) -> f64 {
     if number.len() <= 8 {
         short_f64(number)
     } else {
-        long_f64(number)
+        over_8_f64(number)
+    }
+}
+
+/// [`to_f64`] for more than 8 bytes: a number with an exponent mostly
+/// has a byte that is no digit in its last 4, and goes to [`long_f64`]
+/// at once; the rest to [`fraction_or_long_f64`].
+#[inline(never)]
+fn over_8_f64(number: &[u8]) -> f64 {
+    let last = number.last_chunk::<4>().copied().unwrap_or_default();
+    let x = u32::from_le_bytes(last) ^ 0x3030_3030;
+    if (x.wrapping_add(0x7676_7676) | x) & 0x8080_8080 != 0 {
+        return long_f64(number);
+    }
+    fraction_or_long_f64(number)
+}
+
+/// [`fraction_f64`] for the usual shape, else [`long_f64`].
+#[inline(never)]
+fn fraction_or_long_f64(number: &[u8]) -> f64 {
+    match fraction_f64(number) {
+        Some(v) => v,
+        None => long_f64(number),
+    }
+}
+
+/// The nearest double to a number of more than 8 bytes that is an
+/// integer of 9 to 19 digits, or an integer part of 1 to 7 digits, a
+/// point, and 1 to 16 + `8 - int` fraction digits to the end
+/// (coordinates, prices, measurements), of at most 19 digits, if
+/// Clinger's path or Eisel–Lemire's decide it; else
+/// `None`. The same steps as [`decimal`], with nothing else in the way.
+#[inline(always)]
+fn fraction_f64(n: &[u8]) -> Option<f64> {
+    let negative = n[0] == b'-';
+    let s = &n[usize::from(negative)..];
+    // More than 8 bytes in all and no more than one sign: 8 here at least.
+    let x = u64::from_le_bytes(s.first_chunk::<8>().copied()?) ^ ZEROS;
+    let int_len = (non_digit_lanes(x).trailing_zeros() / 8) as usize;
+    if int_len == 8 {
+        // An integer of 9 to 19 digits (ids, timestamps), else `None`.
+        let (rest, count) = digits_to_end(s, 8)?;
+        if count > 11 {
+            return None;
+        }
+        let digits = eight_digits(x) * POWERS_OF_TEN[count] + rest;
+        let d = Decimal {
+            negative,
+            digits,
+            exponent: 0,
+        };
+        return match clinger(d) {
+            Some(v) => Some(v),
+            None => eisel_lemire(d),
+        };
+    }
+    if int_len == 0 || (x >> (8 * int_len)) as u8 != b'.' ^ b'0' {
+        return None;
+    }
+    let next = u64::from_le_bytes(s.get(1..)?.first_chunk::<8>().copied()?) ^ ZEROS;
+    let below = (1u64 << (8 * int_len)) - 1;
+    let merged = (x & below) | (next & !below);
+    if non_digit_lanes(merged) != 0 {
+        return None;
+    }
+    let (rest, count) = digits_to_end(s, 9)?;
+    let digits = eight_digits(merged)
+        .wrapping_mul(POWERS_OF_TEN[count])
+        .wrapping_add(rest);
+    let frac_len = s.len() - int_len - 1;
+    if int_len + frac_len > 19 {
+        return None;
+    }
+    let d = Decimal {
+        negative,
+        digits,
+        exponent: -(frac_len as i64),
+    };
+    match clinger(d) {
+        Some(v) => Some(v),
+        None => eisel_lemire(d),
     }
 }
 
@@ -568,32 +648,48 @@ fn digit_run(word: &impl Fn(usize) -> u64, mut i: usize, digits: &mut u64) -> (u
 }
 
 /// The value and count of the digits `n[i..]` (`8 <= n.len()`,
-/// `i <= n.len()`) if they are at most 16 digits: the last 8 bytes, and the
-/// 8 at `i` before them if there are more than 8, those before `i` taken
-/// as zeros. `None` otherwise.
+/// `i <= n.len()`) if they are at most 16 digits: the 8 at `i` if there
+/// are more than 8, and the rest from the number's last 4 or 8 bytes,
+/// those before them taken as zeros. `None` otherwise.
 #[inline(always)]
 fn digits_to_end(n: &[u8], i: usize) -> Option<(u64, usize)> {
     let count = n.len() - i;
-    let last = n.len() - 8;
-    let tail = u64::from_le_bytes(n[last..].try_into().expect("8 bytes")) ^ ZEROS;
-    if count == 0 {
-        return Some((0, 0));
-    }
-    if count <= 8 {
-        // Bytes before `i` read as zeros.
-        let tail = tail & (!0 << (8 * (8 - count)));
-        return (non_digit_lanes(tail) == 0).then(|| (eight_digits(tail), count));
-    }
     if count > 16 {
         return None;
     }
-    let head = u64::from_le_bytes(n[i..i + 8].try_into().expect("8 bytes")) ^ ZEROS;
-    let tail = tail & (!0 << (8 * (16 - count)));
-    if non_digit_lanes(head) | non_digit_lanes(tail) != 0 {
-        return None;
-    }
-    let head = eight_digits(head).wrapping_mul(POWERS_OF_TEN[count - 8]);
-    Some((head.wrapping_add(eight_digits(tail)), count))
+    let (head, rest) = if count > 8 {
+        let head = u64::from_le_bytes(n[i..i + 8].try_into().expect("8 bytes")) ^ ZEROS;
+        if non_digit_lanes(head) != 0 {
+            return None;
+        }
+        (eight_digits(head), count - 8)
+    } else {
+        (0, count)
+    };
+    let tail = if rest <= 4 {
+        if rest == 0 {
+            return Some((head, count));
+        }
+        let last = n.len() - 4;
+        let tail = u32::from_le_bytes(n[last..].try_into().expect("4 bytes")) ^ 0x3030_3030;
+        let tail = tail & (!0 << (8 * (4 - rest)));
+        if (tail.wrapping_add(0x7676_7676) | tail) & 0x8080_8080 != 0 {
+            return None;
+        }
+        four_digits(tail)
+    } else {
+        let last = n.len() - 8;
+        let tail = u64::from_le_bytes(n[last..].try_into().expect("8 bytes")) ^ ZEROS;
+        let tail = tail & (!0 << (8 * (8 - rest)));
+        if non_digit_lanes(tail) != 0 {
+            return None;
+        }
+        eight_digits(tail)
+    };
+    Some((
+        head.wrapping_mul(POWERS_OF_TEN[rest]).wrapping_add(tail),
+        count,
+    ))
 }
 
 /// 10^k, k < 17.
