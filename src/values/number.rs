@@ -238,12 +238,12 @@ fn fraction_or_long_f64(number: &[u8]) -> f64 {
     }
 }
 
-/// The nearest double to a number of more than 8 bytes that is an
-/// integer of 9 to 19 digits, or an integer part of 1 to 7 digits, a
-/// point, and 1 to 16 + `8 - int` fraction digits to the end
-/// (coordinates, prices, measurements), of at most 19 digits, if
-/// Clinger's path or Eisel–Lemire's decide it; else
-/// `None`. The same steps as [`decimal`], with nothing else in the way.
+/// The nearest double to a number of more than 8 bytes of one of the
+/// usual shapes, an integer of 9 to 19 digits (ids, timestamps) or an
+/// integer part of 1 to 7 digits, a point and fraction digits to the
+/// end, 19 digits in all at most (coordinates, prices, measurements), if
+/// Clinger's path or Eisel–Lemire's decide it; else `None`. The same
+/// steps as [`decimal`], with nothing else in the way.
 #[inline(always)]
 fn fraction_f64(n: &[u8]) -> Option<f64> {
     let negative = n[0] == b'-';
