@@ -270,6 +270,17 @@ int qjson_lua_null(void *L);
    qjson_lua_null; returns nothing when the process has none. */
 int qjson_lua_decode(void *L);
 
+/* A lua_CFunction, for package.loadlib: qjson_lua_encode(value, precision,
+   sparse_convert, sparse_ratio, sparse_safe, escape_slash,
+   empty_table_as_object, max_depth, null, array_mt, empty_array_mt,
+   empty_array, cjson_empty_array) encodes a plain Lua value byte for byte
+   as lua-cjson does under those options and returns the text; or nil and
+   lua-cjson's error message; or nothing when the caller should encode it
+   another way (a table with another metatable, cdata, nesting deeper than
+   the Lua stack can grow). Resolves the Lua API like qjson_lua_null;
+   returns nothing when the process has none. */
+int qjson_lua_encode(void *L);
+
 #ifdef __cplusplus
 }
 #endif
