@@ -514,7 +514,8 @@ local function encode_with(v, R)
     return out
 end
 
-function _M.encode(v)
+-- The Lua encoder: every value, proxies included.
+local function lua_encode(v)
     local st, code = proxy_info(v)
     if st and not st.changes and (code == 0 or code == -1) then
         -- An untouched whole document is its own text.
@@ -538,6 +539,43 @@ function _M.encode(v)
         error(err, 0)
     end
     return out
+end
+
+-- Plain values are encoded natively (src/lua_api/encode.rs) when the Lua
+-- C API can be found: a table whose metatable is one of ours or none,
+-- and any other value. The native encoder hands back (returns nothing)
+-- what it does not encode, a proxy or another metatable met inside, cdata,
+-- nesting deeper than its stack grows, and the Lua encoder encodes the
+-- whole value again. Counted, for the specs.
+local c_encode = qffi.c_encode
+local native_done, native_declined = 0, 0
+
+function _M.encode(v)
+    if c_encode then
+        local mt = type(v) == "table" and getmetatable(v)
+        if not mt or mt == array_mt or mt == empty_array_mt then
+            local out, err = c_encode(v, config.number_precision, config.sparse_convert,
+                                      config.sparse_ratio, config.sparse_safe, config.escape_slash,
+                                      config.empty_table_as_object, config.max_depth, null,
+                                      array_mt, empty_array_mt, empty_array, cjson_empty_array())
+            if out then
+                native_done = native_done + 1
+                return out
+            elseif err then
+                native_done = native_done + 1
+                error(err, 0)
+            end
+            native_declined = native_declined + 1
+        end
+    end
+    return lua_encode(v)
+end
+
+-- For the specs: the Lua encoder alone, and how many encodes the native
+-- encoder finished (with the text or an error) and handed back.
+_M.lua_encode = lua_encode
+function _M.native_counts()
+    return native_done, native_declined
 end
 
 -- cjson's encoder options: set when given arguments, return the current
