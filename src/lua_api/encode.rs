@@ -41,17 +41,21 @@
 //!
 //! # Numbers
 //!
-//! As lua-cjson prints them with `"%.<precision>g"`: an integer below
-//! `10^precision` is all its digits (what `%g` prints for it) written
-//! here, anything else goes to the C library's `snprintf` with that
-//! format, as cjson does, and any byte a locale puts in that is not
-//! `[0-9.+-e]` becomes `.`.
+//! As lua-cjson prints them with `"%.<precision>g"`, and as the Lua encoder
+//! does: an integer below `10^precision` is all its digits; any other
+//! number is rounded exactly in integer arithmetic ([`crate::gformat`],
+//! which the tests hold to the C library's `snprintf`). The C library's
+//! `snprintf` itself, with the configured format and any byte a locale
+//! puts in that is not `[0-9.+-e]` made `.`, is left for numbers out of
+//! that module's range, and for those the Lua encoder gives it (see
+//! [`Encoder::number`]) when the locale's decimal point is longer than a
+//! byte.
 
 use core::cell::Cell;
 use core::ffi::{c_char, c_int};
 
 use super::{Api, State};
-use crate::escape;
+use crate::{escape, gformat};
 
 /// The Lua arguments, in this order (see `qjson_lua_encode` in
 /// include/qjson.h): the value, then the encoder's options
@@ -120,8 +124,15 @@ const EXACT_INTEGERS: [f64; 17] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
 ];
 
+/// The first member of C's `struct lconv`, the only one read.
+#[repr(C)]
+struct LocaleConventions {
+    decimal_point: *const c_char,
+}
+
 unsafe extern "C" {
     fn snprintf(s: *mut c_char, n: usize, format: *const c_char, ...) -> c_int;
+    fn localeconv() -> *const LocaleConventions;
 }
 
 thread_local! {
@@ -237,6 +248,7 @@ pub unsafe fn encode(api: &Api, state: State) -> c_int {
         out: &mut scratch.out,
         frames: &mut scratch.frames,
         ensured: base + ROOM_ON_ENTRY,
+        wide_decimal_point: None,
     };
     // SAFETY: the caller's state and api; the stack holds the arguments.
     let walked = unsafe { encoder.run() };
@@ -325,6 +337,8 @@ struct Encoder<'a> {
     frames: &'a mut Vec<Frame>,
     /// The stack has room up to this index (`lua_checkstack`).
     ensured: c_int,
+    /// See [`Encoder::wide_decimal_point`].
+    wide_decimal_point: Option<bool>,
 }
 
 impl Encoder<'_> {
@@ -752,6 +766,18 @@ impl Encoder<'_> {
             }
             return Ok(());
         }
+        // A number that cannot be halfway between two candidates has one
+        // correct rounding, whoever computes it, and the Lua encoder prints
+        // it with LuaJIT's formatter, whatever the locale. The others
+        // (integers too long, fractions of at most 24 bits) it gives to
+        // snprintf, whose decimal point, one byte after the replacement
+        // below, is `.` unless the locale's has more bytes than one.
+        let may_tie = is_integral(n) || is_integral(n * 16_777_216.0);
+        if (!may_tie || !self.wide_decimal_point())
+            && gformat::write(n, self.options.precision, self.out)
+        {
+            return Ok(());
+        }
         let mut text = [0u8; NUMBER_MAX];
         let format = FORMATS[self.options.precision];
         // SAFETY: text has NUMBER_MAX writable bytes; format is a
@@ -766,6 +792,23 @@ impl Encoder<'_> {
         }
         self.out.extend_from_slice(&text[..len]);
         Ok(())
+    }
+
+    /// Whether the C library's decimal point (the locale's) is longer than
+    /// one byte; asked once per encode, when first needed.
+    fn wide_decimal_point(&mut self) -> bool {
+        *self.wide_decimal_point.get_or_insert_with(|| {
+            // SAFETY: localeconv returns NULL or a struct whose first
+            // member, decimal_point, is a NUL-terminated string (C89); it
+            // is read at once, before anything may change the locale.
+            unsafe {
+                let conventions = localeconv();
+                if conventions.is_null() || (*conventions).decimal_point.is_null() {
+                    return true;
+                }
+                core::ffi::CStr::from_ptr((*conventions).decimal_point).count_bytes() != 1
+            }
+        })
     }
 }
 
