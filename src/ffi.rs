@@ -857,13 +857,12 @@ pub unsafe extern "C-unwind" fn qjson_lua_decode(state: *mut c_void) -> c_int {
     unsafe { lua_api::eager::decode(api, state) }
 }
 
-/// A `lua_CFunction`: `qjson_lua_encode(value, precision, sparse_convert,
-/// sparse_ratio, sparse_safe, escape_slash, empty_table_as_object,
-/// max_depth, null, array_mt, empty_array_mt, empty_array,
-/// cjson_empty_array)` encodes a plain Lua value as lua-cjson does and
-/// returns the text, or nil and the error message, or nothing when the
-/// Lua encoder is to encode it (see [`crate::lua_api::encode`]). Returns
-/// nothing as well if the process has no Lua API to be found.
+/// A `lua_CFunction`: `qjson_lua_encode(value, options, null, array_mt,
+/// empty_array_mt, empty_array, cjson_empty_array)` encodes a plain Lua
+/// value as lua-cjson does and returns the text, or nil and the error
+/// message, or nothing when the Lua encoder is to encode it (see
+/// [`crate::lua_api::encode`]). Returns nothing as well if the process has
+/// no Lua API to be found.
 ///
 /// # Safety
 /// Called by Lua with its own `lua_State`.

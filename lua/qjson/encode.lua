@@ -51,6 +51,7 @@ local math_floor = math.floor
 local str_find = string.find
 local str_gsub = string.gsub
 local str_format = string.format
+local str_char = string.char
 
 local huge = math.huge
 local char_ptr = ffi.typeof("const char *")
@@ -550,14 +551,27 @@ end
 local c_encode = qffi.c_encode
 local native_done, native_declined = 0, 0
 
+-- The options as the native encoder reads them (src/lua_api/encode.rs,
+-- `options`): one string, packed again whenever an option changes.
+local native_options
+local function u32(n)
+    return str_char(n % 256, math_floor(n / 256) % 256, math_floor(n / 65536) % 256,
+                    math_floor(n / 16777216) % 256)
+end
+local function pack_options()
+    local flags = (config.sparse_convert and 1 or 0) + (config.escape_slash and 2 or 0)
+                  + (config.empty_table_as_object and 4 or 0)
+    native_options = str_char(config.number_precision, flags) .. u32(config.sparse_ratio)
+                     .. u32(config.sparse_safe) .. u32(config.max_depth)
+end
+pack_options()
+
 function _M.encode(v)
     if c_encode then
         local mt = type(v) == "table" and getmetatable(v)
         if not mt or mt == array_mt or mt == empty_array_mt then
-            local out, err = c_encode(v, config.number_precision, config.sparse_convert,
-                                      config.sparse_ratio, config.sparse_safe, config.escape_slash,
-                                      config.empty_table_as_object, config.max_depth, null,
-                                      array_mt, empty_array_mt, empty_array, cjson_empty_array())
+            local out, err = c_encode(v, native_options, null, array_mt, empty_array_mt,
+                                      empty_array, cjson_empty_array())
             if out then
                 native_done = native_done + 1
                 return out
@@ -591,6 +605,7 @@ function _M.encode_number_precision(n)
         config.number_precision = n
         config.number_format = "%." .. n .. "g"
         config.exact_integers = 10 ^ n
+        pack_options()
     end
     return config.number_precision
 end
@@ -602,6 +617,7 @@ function _M.encode_sparse_array(convert, ratio, safe)
     if convert ~= nil then config.sparse_convert = convert end
     if ratio then config.sparse_ratio = ratio end
     if safe then config.sparse_safe = safe end
+    pack_options()
     return config.sparse_convert, config.sparse_ratio, config.sparse_safe
 end
 
@@ -611,19 +627,26 @@ function _M.encode_escape_forward_slash(on)
         config.escape_slash = on
         table_clear(key_cache)
         key_cache_count = 0
+        pack_options()
     end
     return config.escape_slash
 end
 
 function _M.encode_empty_table_as_object(on)
     on = switch("encode_empty_table_as_object", 1, on)
-    if on ~= nil then config.empty_table_as_object = on end
+    if on ~= nil then
+        config.empty_table_as_object = on
+        pack_options()
+    end
     return config.empty_table_as_object
 end
 
 function _M.encode_max_depth(n)
     n = integer("encode_max_depth", 1, n, 1, 2 ^ 31 - 1)
-    if n then config.max_depth = n end
+    if n then
+        config.max_depth = n
+        pack_options()
+    end
     return config.max_depth
 end
 

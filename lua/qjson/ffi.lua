@@ -329,8 +329,9 @@ local function find_c_encode()
     if not encode then
         return nil
     end
-    local ok, s = pcall(encode, { 1, "a/" }, 14, false, 2, 10, true, true, 1000, null, {}, {}, {},
-                        nil)
+    -- Precision 14, escape_slash, sparse 2 and 10, max_depth 1000.
+    local options = "\14\2\2\0\0\0\10\0\0\0\232\3\0\0"
+    local ok, s = pcall(encode, { 1, "a/" }, options, null, {}, {}, {}, nil)
     if ok and s == '[1,"a\\/"]' then
         return encode
     end

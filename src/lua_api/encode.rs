@@ -58,31 +58,24 @@ use super::{Api, State};
 use crate::{escape, gformat};
 
 /// The Lua arguments, in this order (see `qjson_lua_encode` in
-/// include/qjson.h): the value, then the encoder's options
-/// (`encode_number_precision`, `encode_sparse_array`'s three,
-/// `encode_escape_forward_slash`, `encode_empty_table_as_object`,
-/// `encode_max_depth`), then the values the encoder knows by identity.
+/// include/qjson.h): the value, the encoder's options packed into a
+/// string (see [`options`]), then the values the encoder knows by
+/// identity.
 const VALUE: c_int = 1;
-const PRECISION: c_int = 2;
-const SPARSE_CONVERT: c_int = 3;
-const SPARSE_RATIO: c_int = 4;
-const SPARSE_SAFE: c_int = 5;
-const ESCAPE_SLASH: c_int = 6;
-const EMPTY_TABLE_AS_OBJECT: c_int = 7;
-const MAX_DEPTH: c_int = 8;
+const OPTIONS: c_int = 2;
 /// The JSON null light userdata (`qjson.null`).
-const NULL: c_int = 9;
+const NULL: c_int = 3;
 /// `qjson.array_mt`: a table with it is an array of `#t` elements.
-const ARRAY_MT: c_int = 10;
+const ARRAY_MT: c_int = 4;
 /// `qjson.empty_array_mt`: a table with it is `[]` when empty.
-const EMPTY_ARRAY_MT: c_int = 11;
+const EMPTY_ARRAY_MT: c_int = 5;
 /// `qjson.empty_array`, whose metatable hides behind `__metatable` (it
 /// reads as `empty_array_mt`).
-const EMPTY_ARRAY: c_int = 12;
+const EMPTY_ARRAY: c_int = 6;
 /// lua-cjson's `cjson.empty_array` when lua-cjson is loaded, else nil.
-const CJSON_EMPTY_ARRAY: c_int = 13;
+const CJSON_EMPTY_ARRAY: c_int = 7;
 /// The arguments a call must have.
-const ARGUMENTS: c_int = 13;
+const ARGUMENTS: c_int = 7;
 
 /// `LUA_T*` of lua.h; LuaJIT's `lua_type` says 10 for cdata.
 const LUA_TNIL: c_int = 0;
@@ -285,45 +278,47 @@ pub unsafe fn encode(api: &Api, state: State) -> c_int {
     results
 }
 
-/// The options at arguments 2 to 8, or `None` when one is out of the
-/// range its setter allows.
+/// The options, from the string at argument 2 that lua/qjson/encode.lua
+/// packs whenever one changes (one argument read, not seven): 14 bytes,
+/// `encode_number_precision`; flags, 1 `sparse_convert`, 2
+/// `escape_slash`, 4 `empty_table_as_object`; then `sparse_ratio`,
+/// `sparse_safe` and `encode_max_depth` as little-endian `u32`s. `None`
+/// when it is not such a string or a value is out of its setter's range.
 ///
 /// # Safety
 /// `state` is live, `api` its API, and the stack holds the arguments.
 unsafe fn options(api: &Api, state: State) -> Option<Options> {
-    // SAFETY: live state, existing indices.
-    let (precision, ratio, safe, max_depth) = unsafe {
-        (
-            (api.tonumber)(state, PRECISION),
-            (api.tonumber)(state, SPARSE_RATIO),
-            (api.tonumber)(state, SPARSE_SAFE),
-            (api.tonumber)(state, MAX_DEPTH),
-        )
+    let mut len = 0usize;
+    // SAFETY: live state, an existing index; the bytes of a string are
+    // alive while it is on the stack (a number would be converted in
+    // place, and then fail the length check).
+    let packed = unsafe {
+        let s = (api.tolstring)(state, OPTIONS, &mut len);
+        if s.is_null() {
+            return None;
+        }
+        core::slice::from_raw_parts(s.cast::<u8>(), len)
     };
-    // SAFETY: live state, existing indices.
-    let (convert, slash, empty_as_object) = unsafe {
-        (
-            (api.toboolean)(state, SPARSE_CONVERT) != 0,
-            (api.toboolean)(state, ESCAPE_SLASH) != 0,
-            (api.toboolean)(state, EMPTY_TABLE_AS_OBJECT) != 0,
-        )
+    let &[precision, flags, ref numbers @ ..] = packed else {
+        return None;
     };
-    let whole = |x: f64, low: f64, high: f64| x.fract() == 0.0 && (low..=high).contains(&x);
-    if !whole(precision, 1.0, 16.0)
-        || !whole(max_depth, 1.0, f64::from(u32::MAX))
-        || !ratio.is_finite()
-        || !safe.is_finite()
-    {
+    let number = |at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(
+            numbers.get(at..at + 4)?.try_into().ok()?,
+        ))
+    };
+    let (ratio, safe, max_depth) = (number(0)?, number(4)?, number(8)?);
+    if numbers.len() != 12 || !(1..=16).contains(&precision) || max_depth == 0 {
         return None;
     }
     Some(Options {
-        precision: precision as usize,
-        sparse_convert: convert,
-        sparse_ratio: ratio,
-        sparse_safe: safe,
-        escape_slash: slash,
-        empty_table_as_object: empty_as_object,
-        max_depth: max_depth as u32,
+        precision: usize::from(precision),
+        sparse_convert: flags & 1 != 0,
+        sparse_ratio: f64::from(ratio),
+        sparse_safe: f64::from(safe),
+        escape_slash: flags & 2 != 0,
+        empty_table_as_object: flags & 4 != 0,
+        max_depth,
     })
 }
 
