@@ -3,10 +3,13 @@
 --
 -- Plain values follow cjson 2.1 exactly: the same escapes (including \/),
 -- "%.14g" numbers, the same array detection and sparse-array rule, the
--- same error messages. A proxy that was not changed is copied as its
--- source bytes; a changed one is the source with only the changed values
--- spliced in (members dropped or added, separators and whitespace of the
--- rest kept), written into one buffer.
+-- same error messages. They are encoded natively where the Lua C API can
+-- be found (src/lua_api/encode.rs, tested against the Lua encoder here,
+-- which stays the specification and the fallback; see _M.encode). A
+-- proxy that was not changed is copied as its source bytes; a changed one
+-- is the source with only the changed values spliced in (members dropped
+-- or added, separators and whitespace of the rest kept), written into one
+-- buffer.
 
 local ffi = require("ffi")
 local buffer = require("string.buffer")

@@ -99,6 +99,11 @@ const SLOTS_PER_CONTAINER: c_int = 3;
 /// Slots the stack is grown by when the nesting needs more.
 const ROOM_PER_CHECK: c_int = 64;
 
+/// Arrays are written up to a length below this (`lua_rawgeti` takes an
+/// `int`, and the index after the last must be one too); no table holds
+/// that many elements.
+const MAX_LENGTH: c_int = c_int::MAX;
+
 /// An output buffer holding more than this is dropped after use, not kept.
 const MAX_KEPT_BYTES: usize = 1 << 20;
 
@@ -560,7 +565,10 @@ impl Encoder<'_> {
                 if array {
                     // `#t`: what lies past its border is not written.
                     let len = (api.objlen)(state, table);
-                    let len = c_int::try_from(len).map_err(|_| Fault::GiveUp)?;
+                    let len = c_int::try_from(len)
+                        .ok()
+                        .filter(|&len| len < MAX_LENGTH)
+                        .ok_or(Fault::GiveUp)?;
                     self.out.push(b'[');
                     self.frames.push(Frame::Array {
                         table,
@@ -705,7 +713,7 @@ impl Encoder<'_> {
         // key of 2^40): the Lua encoder's business.
         c_int::try_from(max as i64)
             .ok()
-            .filter(|&len| f64::from(len) == max)
+            .filter(|&len| f64::from(len) == max && len < MAX_LENGTH)
             .ok_or(Fault::GiveUp)
     }
 
