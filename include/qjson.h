@@ -270,6 +270,18 @@ int qjson_lua_null(void *L);
    qjson_lua_null; returns nothing when the process has none. */
 int qjson_lua_decode(void *L);
 
+/* A lua_CFunction, for package.loadlib: qjson_lua_encode(value, options,
+   null, array_mt, empty_array_mt, empty_array, cjson_empty_array) encodes
+   a plain Lua value byte for byte as lua-cjson does and returns the text;
+   or nil and lua-cjson's error message; or nothing when the caller should
+   encode it another way (a table with another metatable, cdata, nesting
+   deeper than the Lua stack can grow). `options` is a 14-byte string:
+   precision (1..16); flags (1 sparse_convert, 2 escape_slash,
+   4 empty_table_as_object); sparse_ratio, sparse_safe and max_depth as
+   little-endian uint32. Resolves the Lua API like qjson_lua_null; returns
+   nothing when the process has none. */
+int qjson_lua_encode(void *L);
+
 #ifdef __cplusplus
 }
 #endif

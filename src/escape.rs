@@ -131,6 +131,256 @@ pub fn escape(src: &[u8], escape_slash: bool, dst: &mut [u8]) -> (usize, usize) 
     (read, written)
 }
 
+/// Appends `"`, the escaped form of all of `src` and `"` to `out`: a JSON
+/// string for the native encoder (`crate::lua_api::encode`), which writes
+/// into a growable buffer.
+///
+/// Sixteen bytes at a time, each chunk tested at once for bytes that may
+/// need an escape ([`specials`]). Most strings the encoder meets are short
+/// keys and values with nothing to escape: one chunk, gathered from at
+/// most two overlapping loads ([`partial_chunk`], never reading past
+/// `src`), tested, and stored whole with its quotes into room reserved
+/// beforehand, with no loop and no call to `memcpy`. Longer strings go
+/// through [`escape_long`], kept out of line so that this path saves no
+/// registers it does not use.
+#[inline]
+pub fn escape_into(src: &[u8], escape_slash: bool, out: &mut Vec<u8>) {
+    let n = src.len();
+    if n > CHUNK {
+        return escape_long(src, escape_slash, out);
+    }
+    // The string, its quotes, and slack for a whole-chunk store.
+    out.reserve(CHUNK + 2);
+    let chunk = match src.first_chunk::<CHUNK>() {
+        Some(chunk) => *chunk,
+        None => partial_chunk(src),
+    };
+    let special = specials(&chunk) & (u32::MAX >> (32 - n));
+    let start = out.len();
+    // SAFETY: the stores end at start + 1 + CHUNK, within the room
+    // reserved above; the length then covers the quote and the plain
+    // prefix of src stored (all n bytes and the closing quote when the
+    // chunk is plain).
+    unsafe {
+        let dst = out.as_mut_ptr().add(start);
+        dst.write(b'"');
+        dst.add(1).cast::<[u8; CHUNK]>().write_unaligned(chunk);
+        if special == 0 {
+            dst.add(1 + n).write(b'"');
+            out.set_len(start + n + 2);
+            return;
+        }
+        let plain = special.trailing_zeros() as usize;
+        out.set_len(start + 1 + plain);
+        escape_chunks(src.get(plain..).unwrap_or_default(), escape_slash, out);
+    }
+}
+
+/// [`escape_into`] for strings longer than a chunk: the chunks stored
+/// whole one after the other while they are plain, into room reserved
+/// once for the string, its quotes and a chunk of slack; from the first
+/// byte that needs a look on, [`escape_chunks`].
+#[inline(never)]
+fn escape_long(src: &[u8], escape_slash: bool, out: &mut Vec<u8>) {
+    let n = src.len();
+    out.reserve(n + 2 + CHUNK);
+    let start = out.len();
+    let mut read = 0;
+    // SAFETY: every store starts at most at start + 1 + n (read <= n) and
+    // is at most CHUNK long, within the room reserved above; the length
+    // covers the quote, the bytes of src stored so far and, at the end,
+    // the closing quote.
+    unsafe {
+        let dst = out.as_mut_ptr().add(start);
+        dst.write(b'"');
+        loop {
+            let rest = src.get(read..).unwrap_or_default();
+            let (chunk, m) = match rest.first_chunk::<CHUNK>() {
+                Some(chunk) => (*chunk, CHUNK),
+                None => (partial_chunk(rest), rest.len()),
+            };
+            let special = specials(&chunk) & (u32::MAX >> (32 - m));
+            dst.add(1 + read)
+                .cast::<[u8; CHUNK]>()
+                .write_unaligned(chunk);
+            if special != 0 {
+                read += special.trailing_zeros() as usize;
+                break;
+            }
+            read += m;
+            if read == n {
+                dst.add(1 + n).write(b'"');
+                out.set_len(start + n + 2);
+                return;
+            }
+        }
+        out.set_len(start + 1 + read);
+    }
+    escape_chunks(src.get(read..).unwrap_or_default(), escape_slash, out);
+}
+
+/// Appends the escaped form of `src` and the closing quote to `out`, a
+/// chunk at a time: each chunk is stored whole into room reserved for it
+/// and the length set past its plain prefix; the flagged bytes after that
+/// prefix are escaped one by one (a `/` kept as asked is copied), and the
+/// next chunk starts after them.
+#[inline(never)]
+fn escape_chunks(src: &[u8], escape_slash: bool, out: &mut Vec<u8>) {
+    let mut read = 0;
+    while read < src.len() {
+        let rest = src.get(read..).unwrap_or_default();
+        let (chunk, n) = match rest.first_chunk::<CHUNK>() {
+            Some(chunk) => (*chunk, CHUNK),
+            None => (partial_chunk(rest), rest.len()),
+        };
+        let special = specials(&chunk) & (u32::MAX >> (32 - n));
+        let plain = if special == 0 {
+            n
+        } else {
+            special.trailing_zeros() as usize
+        };
+        out.reserve(CHUNK);
+        let at = out.len();
+        // SAFETY: the store ends at at + CHUNK, within the room just
+        // reserved; the length then covers the `plain` bytes of src stored
+        // first (plain <= n <= CHUNK).
+        unsafe {
+            out.as_mut_ptr()
+                .add(at)
+                .cast::<[u8; CHUNK]>()
+                .write_unaligned(chunk);
+            out.set_len(at + plain);
+        }
+        let mut k = plain;
+        while k < n && special & (1 << k) != 0 {
+            escape_byte(chunk[k], escape_slash, out);
+            k += 1;
+        }
+        read += k;
+    }
+    out.push(b'"');
+}
+
+/// Bytes [`escape_into`] tests at once.
+const CHUNK: usize = 16;
+
+/// The bytes of `src` (shorter than a chunk) at the start of a chunk,
+/// zeros after them, from two overlapping loads of 8, 4 or 1 bytes.
+#[inline(always)]
+fn partial_chunk(src: &[u8]) -> [u8; CHUNK] {
+    let n = src.len();
+    let load8 = |at: usize| match src.get(at..at + 8) {
+        Some(w) => u64::from_le_bytes(w.try_into().unwrap_or_default()),
+        None => 0,
+    };
+    let load4 = |at: usize| match src.get(at..at + 4) {
+        Some(w) => u64::from(u32::from_le_bytes(w.try_into().unwrap_or_default())),
+        None => 0,
+    };
+    let byte = |at: usize| u64::from(src.get(at).copied().unwrap_or(0));
+    // The two loads overlap (or meet) in the middle; bytes both put in
+    // place are the same, so OR-ing them is exact.
+    let (low, high) = if n >= 8 {
+        // The last 8 bytes, shifted so that only those past the first 8
+        // stay (none when n is 8).
+        let tail = load8(n - 8)
+            .checked_shr(8 * (CHUNK - n) as u32)
+            .unwrap_or(0);
+        (load8(0), tail)
+    } else if n >= 4 {
+        (load4(0) | load4(n - 4) << (8 * (n - 4)), 0)
+    } else if n > 0 {
+        (
+            byte(0) | byte(n / 2) << (8 * (n / 2)) | byte(n - 1) << (8 * (n - 1)),
+            0,
+        )
+    } else {
+        (0, 0)
+    };
+    let mut chunk = [0; CHUNK];
+    let (first, second) = chunk.split_at_mut(8);
+    first.copy_from_slice(&low.to_le_bytes());
+    second.copy_from_slice(&high.to_le_bytes());
+    chunk
+}
+
+/// Appends what byte `b` (one [`specials`] flagged) becomes.
+#[inline(always)]
+fn escape_byte(b: u8, escape_slash: bool, out: &mut Vec<u8>) {
+    match CLASSES[b as usize] {
+        Class::Short(c) => out.extend_from_slice(&[b'\\', c]),
+        Class::Unicode => out.extend_from_slice(&[
+            b'\\',
+            b'u',
+            b'0',
+            b'0',
+            HEX[usize::from(b >> 4)],
+            HEX[usize::from(b & 15)],
+        ]),
+        Class::Slash if escape_slash => out.extend_from_slice(b"\\/"),
+        Class::Slash | Class::Plain => out.push(b),
+    }
+}
+
+/// Bit `k` set when byte `k` of `chunk` may need an escape: below 0x20,
+/// `"`, `\`, `/` or DEL. Exact for the lowest flagged byte; a byte above
+/// it may be flagged in error (the word version's borrows), which
+/// [`escape_byte`] then copies as is. SSE2, part of every x86-64 CPU.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn specials(chunk: &[u8; CHUNK]) -> u32 {
+    use core::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is part of every x86-64 target; the unaligned load
+    // reads the chunk's 16 bytes.
+    let (flagged, below_0x20_signed, high) = unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast());
+        let is = |b: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8));
+        let flagged = _mm_or_si128(
+            _mm_or_si128(is(b'"'), is(b'\\')),
+            _mm_or_si128(is(b'/'), is(0x7f)),
+        );
+        // Signed: bytes above 0x7F are below 0x20 too, masked out below.
+        let lt = _mm_cmplt_epi8(v, _mm_set1_epi8(0x20));
+        (
+            _mm_movemask_epi8(flagged) as u32,
+            _mm_movemask_epi8(lt) as u32,
+            _mm_movemask_epi8(v) as u32,
+        )
+    };
+    flagged | (below_0x20_signed & !high)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn specials(chunk: &[u8; CHUNK]) -> u32 {
+    specials_by_word(chunk)
+}
+
+/// [`specials`] in two `u64` words, for targets without SSE2 (and tested
+/// against it on x86-64).
+#[cfg(any(not(target_arch = "x86_64"), test))]
+#[inline(always)]
+fn specials_by_word(chunk: &[u8; CHUNK]) -> u32 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    let flags = |w: u64| {
+        (w.wrapping_sub(ONES * 0x20) & !w & HIGHS)
+            | has_zero(w ^ (ONES * u64::from(b'"')))
+            | has_zero(w ^ (ONES * u64::from(b'\\')))
+            | has_zero(w ^ (ONES * u64::from(b'/')))
+            | has_zero(w ^ (ONES * 0x7f))
+    };
+    // Bit 8k + 7 becomes bit k.
+    let gather = |f: u64| ((f >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u32;
+    let (lo, hi) = chunk.split_at(8);
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+    gather(flags(word(lo))) | gather(flags(word(hi))) << 8
+}
+
 /// The same escaping written out one byte at a time, as lua-cjson's table
 /// reads: the definition the unit tests and the `escape` fuzz target hold
 /// [`escape`] to.
@@ -201,6 +451,87 @@ mod tests {
                             "{byte} at {position}, {room}"
                         );
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn escape_into_matches_the_reference() {
+        for byte in 0..=255u8 {
+            for position in 0..20 {
+                let mut src = vec![b'x'; 19];
+                src.insert(position, byte);
+                for slash in [true, false] {
+                    let mut out = b"kept".to_vec();
+                    escape_into(&src[..position + 1], slash, &mut out);
+                    escape_into(&src, slash, &mut out);
+                    let mut want = b"kept\"".to_vec();
+                    want.extend(escape_reference(&src[..position + 1], slash));
+                    want.extend(b"\"\"");
+                    want.extend(escape_reference(&src, slash));
+                    want.push(b'"');
+                    assert_eq!(out, want, "{byte} at {position}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn specials_flag_the_first_special_byte_exactly() {
+        let alphabet = b"ab\"\\/\x00\x1f\x20\x7f\x80\xff~\n";
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        for _ in 0..50_000 {
+            let mut chunk = [0u8; CHUNK];
+            for b in &mut chunk {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                *b = alphabet[(seed % alphabet.len() as u64) as usize];
+            }
+            let first = chunk
+                .iter()
+                .position(|&b| CLASSES[b as usize] != Class::Plain)
+                .map_or(32, |k| k as u32);
+            for special in [specials(&chunk), specials_by_word(&chunk)] {
+                assert_eq!(special.trailing_zeros().min(32), first, "{chunk:?}");
+                // No byte that needs an escape is missed.
+                for (k, &b) in chunk.iter().enumerate() {
+                    if CLASSES[b as usize] != Class::Plain {
+                        assert_ne!(special & (1 << k), 0, "{chunk:?} at {k}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn partial_chunks_are_the_bytes_then_zeros() {
+        let src: Vec<u8> = (1..=16).collect();
+        for n in 0..CHUNK {
+            let mut want = [0u8; CHUNK];
+            want[..n].copy_from_slice(&src[..n]);
+            assert_eq!(partial_chunk(&src[..n]), want, "{n}");
+        }
+    }
+
+    #[test]
+    fn escape_into_long_and_dense_strings() {
+        for len in [15, 16, 17, 31, 32, 33, 100, 1000] {
+            for text in [
+                vec![b'a'; len],
+                vec![1u8; len],
+                (0..len)
+                    .map(|i| b"a/\"\\\n\x7f\xc3\xa9xyz"[i % 11])
+                    .collect(),
+            ] {
+                for slash in [true, false] {
+                    let mut out = Vec::new();
+                    escape_into(&text, slash, &mut out);
+                    let mut want = b"\"".to_vec();
+                    want.extend(escape_reference(&text, slash));
+                    want.push(b'"');
+                    assert_eq!(out, want);
                 }
             }
         }

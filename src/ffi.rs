@@ -857,6 +857,24 @@ pub unsafe extern "C-unwind" fn qjson_lua_decode(state: *mut c_void) -> c_int {
     unsafe { lua_api::eager::decode(api, state) }
 }
 
+/// A `lua_CFunction`: `qjson_lua_encode(value, options, null, array_mt,
+/// empty_array_mt, empty_array, cjson_empty_array)` encodes a plain Lua
+/// value as lua-cjson does and returns the text, or nil and the error
+/// message, or nothing when the Lua encoder is to encode it (see
+/// [`crate::lua_api::encode`]). Returns nothing as well if the process has
+/// no Lua API to be found.
+///
+/// # Safety
+/// Called by Lua with its own `lua_State`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn qjson_lua_encode(state: *mut c_void) -> c_int {
+    let Some(api) = lua_api::api() else {
+        return 0;
+    };
+    // SAFETY: Lua called us with its state, and api is its API.
+    unsafe { lua_api::encode::encode(api, state) }
+}
+
 /// Escapes a prefix of `src[..len]` into `dst[..cap]` like lua-cjson;
 /// returns the bytes written and sets `reader.count` to the source bytes
 /// they cover (never a cut escape).

@@ -13,8 +13,9 @@
 //! | values | [`values`] | cursor → unescaped string, exact `i64`, correctly rounded `f64` |
 //! | document | [`document`] | owns one text's index and scratch; pooled for reuse |
 //! | escape | [`escape`] | Lua string → JSON string contents, escaped like lua-cjson (for `qjson.encode`) |
+//! | gformat | [`gformat`] | double → its `%.<precision>g` text, exactly as the C library prints it (for `qjson.encode`) |
 //! | eager | [`eager`] | bytes → values handed to a sink in document order, in one walk over the bytes that validates as it goes (eager decode) |
-//! | Lua API | [`lua_api`] | eager decode's values → Lua tables built with the Lua C API, the API found at run time |
+//! | Lua API | [`lua_api`] | eager decode's values → Lua tables built with the Lua C API, the API found at run time; plain Lua values → JSON text (`qjson.encode`) |
 //! | errors | [`error`] | one code enum (mirrored in `include/qjson.h`) and its messages |
 //!
 //! Nothing is read out of a document before the whole text has been
@@ -26,6 +27,7 @@ pub mod eager;
 pub mod error;
 pub mod escape;
 pub mod ffi;
+pub mod gformat;
 pub mod index;
 pub mod lua_api;
 pub mod navigate;

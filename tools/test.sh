@@ -167,9 +167,9 @@ check "bounded memory: 2000 x 1 MB parses, RSS within 64 MB (tools/soak.lua)" \
     luajit tools/soak.lua memory 2000 64
 check "memory given back: RSS after a burst of 8 x 25 MB bodies (tools/soak.lua)" \
     luajit tools/soak.lua burst 25 16
-tap_tests "valgrind memcheck, JIT off: parse, safe, decode, eager, re-entry specs" \
+tap_tests "valgrind memcheck, JIT off: parse, safe, decode, eager, encode, re-entry specs" \
     tools/memcheck.sh spec/parse_spec.lua spec/safe_spec.lua spec/decode_spec.lua \
-    spec/eager_spec.lua spec/reentry_spec.lua
+    spec/eager_spec.lua spec/encode_spec.lua spec/reentry_spec.lua
 
 section "done"
 for reason in "${skipped[@]}"; do

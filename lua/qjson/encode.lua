@@ -3,10 +3,13 @@
 --
 -- Plain values follow cjson 2.1 exactly: the same escapes (including \/),
 -- "%.14g" numbers, the same array detection and sparse-array rule, the
--- same error messages. A proxy that was not changed is copied as its
--- source bytes; a changed one is the source with only the changed values
--- spliced in (members dropped or added, separators and whitespace of the
--- rest kept), written into one buffer.
+-- same error messages. They are encoded natively where the Lua C API can
+-- be found (src/lua_api/encode.rs, tested against the Lua encoder here,
+-- which stays the specification and the fallback; see _M.encode). A
+-- proxy that was not changed is copied as its source bytes; a changed one
+-- is the source with only the changed values spliced in (members dropped
+-- or added, separators and whitespace of the rest kept), written into one
+-- buffer.
 
 local ffi = require("ffi")
 local buffer = require("string.buffer")
@@ -51,6 +54,7 @@ local math_floor = math.floor
 local str_find = string.find
 local str_gsub = string.gsub
 local str_format = string.format
+local str_char = string.char
 
 local huge = math.huge
 local char_ptr = ffi.typeof("const char *")
@@ -514,7 +518,8 @@ local function encode_with(v, R)
     return out
 end
 
-function _M.encode(v)
+-- The Lua encoder: every value, proxies included.
+local function lua_encode(v)
     local st, code = proxy_info(v)
     if st and not st.changes and (code == 0 or code == -1) then
         -- An untouched whole document is its own text.
@@ -540,6 +545,56 @@ function _M.encode(v)
     return out
 end
 
+-- Plain values are encoded natively (src/lua_api/encode.rs) when the Lua
+-- C API can be found: a table whose metatable is one of ours or none,
+-- and any other value. The native encoder hands back (returns nothing)
+-- what it does not encode, a proxy or another metatable met inside, cdata,
+-- nesting deeper than its stack grows, and the Lua encoder encodes the
+-- whole value again. Counted, for the specs.
+local c_encode = qffi.c_encode
+local native_done, native_declined = 0, 0
+
+-- The options as the native encoder reads them (src/lua_api/encode.rs,
+-- `options`): one string, packed again whenever an option changes.
+local native_options
+local function u32(n)
+    return str_char(n % 256, math_floor(n / 256) % 256, math_floor(n / 65536) % 256,
+                    math_floor(n / 16777216) % 256)
+end
+local function pack_options()
+    local flags = (config.sparse_convert and 1 or 0) + (config.escape_slash and 2 or 0)
+                  + (config.empty_table_as_object and 4 or 0)
+    native_options = str_char(config.number_precision, flags) .. u32(config.sparse_ratio)
+                     .. u32(config.sparse_safe) .. u32(config.max_depth)
+end
+pack_options()
+
+function _M.encode(v)
+    if c_encode then
+        local mt = type(v) == "table" and getmetatable(v)
+        if not mt or mt == array_mt or mt == empty_array_mt then
+            local out, err = c_encode(v, native_options, null, array_mt, empty_array_mt,
+                                      empty_array, cjson_empty_array())
+            if out then
+                native_done = native_done + 1
+                return out
+            elseif err then
+                native_done = native_done + 1
+                error(err, 0)
+            end
+            native_declined = native_declined + 1
+        end
+    end
+    return lua_encode(v)
+end
+
+-- For the specs: the Lua encoder alone, and how many encodes the native
+-- encoder finished (with the text or an error) and handed back.
+_M.lua_encode = lua_encode
+function _M.native_counts()
+    return native_done, native_declined
+end
+
 -- cjson's encoder options: set when given arguments, return the current
 -- values.
 
@@ -553,6 +608,7 @@ function _M.encode_number_precision(n)
         config.number_precision = n
         config.number_format = "%." .. n .. "g"
         config.exact_integers = 10 ^ n
+        pack_options()
     end
     return config.number_precision
 end
@@ -564,6 +620,7 @@ function _M.encode_sparse_array(convert, ratio, safe)
     if convert ~= nil then config.sparse_convert = convert end
     if ratio then config.sparse_ratio = ratio end
     if safe then config.sparse_safe = safe end
+    pack_options()
     return config.sparse_convert, config.sparse_ratio, config.sparse_safe
 end
 
@@ -573,19 +630,26 @@ function _M.encode_escape_forward_slash(on)
         config.escape_slash = on
         table_clear(key_cache)
         key_cache_count = 0
+        pack_options()
     end
     return config.escape_slash
 end
 
 function _M.encode_empty_table_as_object(on)
     on = switch("encode_empty_table_as_object", 1, on)
-    if on ~= nil then config.empty_table_as_object = on end
+    if on ~= nil then
+        config.empty_table_as_object = on
+        pack_options()
+    end
     return config.empty_table_as_object
 end
 
 function _M.encode_max_depth(n)
     n = integer("encode_max_depth", 1, n, 1, 2 ^ 31 - 1)
-    if n then config.max_depth = n end
+    if n then
+        config.max_depth = n
+        pack_options()
+    end
     return config.max_depth
 end
 

@@ -320,6 +320,25 @@ local function find_c_decode()
 end
 
 local c_decode = find_c_decode()
+
+-- The encoder of plain values through the Lua C API
+-- (src/lua_api/encode.rs), found and probed like the decoder; nil where
+-- it cannot be, and qjson.encode keeps to its Lua encoder.
+local function find_c_encode()
+    local encode = package.loadlib(lib_path, "qjson_lua_encode")
+    if not encode then
+        return nil
+    end
+    -- Precision 14, escape_slash, sparse 2 and 10, max_depth 1000.
+    local options = "\14\2\2\0\0\0\10\0\0\0\232\3\0\0"
+    local ok, s = pcall(encode, { 1, "a/" }, options, null, {}, {}, {}, nil)
+    if ok and s == '[1,"a\\/"]' then
+        return encode
+    end
+    return nil
+end
+
+local c_encode = find_c_encode()
 local ffi_string = ffi.string
 local T_NULL = lib.QJSON_TYPE_NULL
 local T_FALSE = lib.QJSON_TYPE_FALSE
@@ -504,6 +523,7 @@ return {
     cdef = cdef,
     null = null,
     c_decode = c_decode,
+    c_encode = c_encode,
     scalar = scalar,
     enter = enter,
     leave = leave,

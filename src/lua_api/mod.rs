@@ -21,6 +21,7 @@
 //! parsing before any Lua call runs under `catch_unwind`.
 
 pub mod eager;
+pub mod encode;
 
 use core::ffi::{c_char, c_int, c_void};
 use std::sync::OnceLock;
@@ -77,6 +78,12 @@ lua_functions! {
     checkstack: c"lua_checkstack" fn(State, c_int) -> c_int;
     tolstring: c"lua_tolstring" fn(State, c_int, *mut usize) -> *const c_char;
     tonumber: c"lua_tonumber" fn(State, c_int) -> f64;
+    toboolean: c"lua_toboolean" fn(State, c_int) -> c_int;
+    objlen: c"lua_objlen" fn(State, c_int) -> usize;
+    rawequal: c"lua_rawequal" fn(State, c_int, c_int) -> c_int;
+    getmetatable: c"lua_getmetatable" fn(State, c_int) -> c_int;
+    next: c"lua_next" fn(State, c_int) -> c_int;
+    rawgeti: c"lua_rawgeti" fn(State, c_int, c_int);
     createtable: c"lua_createtable" fn(State, c_int, c_int);
     pushlstring: c"lua_pushlstring" fn(State, *const c_char, usize);
     pushnumber: c"lua_pushnumber" fn(State, f64);

@@ -1,0 +1,362 @@
+-- qjson.encode of plain values through the Lua C API
+-- (src/lua_api/encode.rs), against the Lua encoder it replaces (still the
+-- fallback: lua/qjson/encode.lua) and, where it can be found, OpenResty's
+-- lua-cjson fork, byte for byte, under every encoder option.
+--
+-- The fork is looked for as $BASELINES/cjson.so, then
+-- target/baselines/cjson.so (tools/baselines.sh builds it there); without
+-- it those comparisons are pending and the Lua encoder is the reference.
+
+local qjson = require("qjson")
+local qffi = require("qjson.ffi")
+local encode = require("qjson.encode")
+local gen = require("gen")
+local is_proxy = require("qjson.lazy").is_proxy
+
+local difference = gen.difference
+local lua_encode = encode.lua_encode
+local native_counts = encode.native_counts
+
+-- OpenResty's lua-cjson, loaded beside Debian's (its own module table).
+local fork
+for _, dir in ipairs({ os.getenv("BASELINES") or "", "target/baselines" }) do
+    local path = dir ~= "" and dir .. "/cjson.so"
+    local f = path and io.open(path, "rb")
+    if f then
+        f:close()
+        local open = package.loadlib(path, "luaopen_cjson")
+        fork = open and open()
+        if fork then break end
+    end
+end
+
+-- fork.encode(v) with qjson's metatables and empty array swapped for the
+-- fork's in place (a copy could iterate in another order), then put back.
+-- The fork's message for NaN says "Infinity" where lua-cjson 2.1's, and
+-- qjson's, says "Inf".
+local function fork_encode(v)
+    local undo = {}
+    local seen = {}
+    local function swap(t)
+        if type(t) ~= "table" or seen[t] or is_proxy(t) or t == qjson.empty_array then
+            return
+        end
+        seen[t] = true
+        local mt = getmetatable(t)
+        if mt == qjson.array_mt or mt == qjson.empty_array_mt then
+            setmetatable(t, mt == qjson.array_mt and fork.array_mt or fork.empty_array_mt)
+            undo[#undo + 1] = function() setmetatable(t, mt) end
+        end
+        for k, x in next, t do
+            if x == qjson.empty_array then
+                rawset(t, k, fork.empty_array)
+                undo[#undo + 1] = function() rawset(t, k, x) end
+            else
+                swap(x)
+            end
+        end
+    end
+    if v == qjson.empty_array then
+        v = fork.empty_array
+    end
+    swap(v)
+    local ok, s = pcall(fork.encode, v)
+    for i = #undo, 1, -1 do undo[i]() end
+    if not ok then
+        return "error: " .. s:gsub("NaN or Infinity$", "NaN or Inf")
+    end
+    return s
+end
+
+-- Both libraries' options set alike.
+local OPTIONS = {
+    { "encode_number_precision", 14 },
+    { "encode_escape_forward_slash", true },
+    { "encode_empty_table_as_object", true },
+    { "encode_max_depth", 1000 },
+}
+local function set_option(name, ...)
+    qjson[name](...)
+    if fork then fork[name](...) end
+end
+local function reset_options()
+    for _, o in ipairs(OPTIONS) do set_option(o[1], o[2]) end
+    set_option("encode_sparse_array", false, 2, 10)
+end
+
+-- The outcome of encoding v: the text, or "error: " and the message.
+local function outcome(f, v)
+    local ok, s = pcall(f, v)
+    return ok and s or "error: " .. tostring(s)
+end
+
+-- Fails unless the native encoder wrote v itself, byte for byte as the
+-- Lua encoder and (unless `not_fork`) the fork do, or raised their error.
+local function assert_native(v, label, not_fork)
+    local done = native_counts()
+    local got = outcome(qjson.encode, v)
+    assert(native_counts() == done + 1, (label or "") .. ": not encoded natively")
+    local want = outcome(lua_encode, v)
+    assert(got == want, ("%s: native and Lua encoders differ %s")
+                        :format(label or "", difference(want, got)))
+    if fork and not not_fork then
+        local cjson = fork_encode(v)
+        assert(got == cjson, ("%s: qjson and cjson differ %s")
+                             :format(label or "", difference(cjson, got)))
+    end
+    return got
+end
+
+describe("qjson.encode through the Lua C API", function()
+    before_each(reset_options)
+    teardown(reset_options)
+
+    it("is the path this LuaJIT takes, and counts what it writes", function()
+        assert.is_function(qffi.c_encode)
+        local done, declined = native_counts()
+        assert.equal('{"a":[1,2]}', qjson.encode({ a = { 1, 2 } }))
+        assert.same({ done + 1, declined }, { native_counts() })
+    end)
+
+    it("finds OpenResty's cjson fork to compare with", function()
+        if not fork then
+            return pending("no cjson.so in $BASELINES or target/baselines (tools/baselines.sh)")
+        end
+        assert.equal("table", type(fork.array_mt))
+    end)
+
+    for seed = 1, 16 do
+        it(("writes random plain values as the Lua encoder and cjson, seed %d"):format(seed),
+           function()
+            math.randomseed(seed)
+            for i = 1, 60 do
+                assert_native(gen.random_value(), ("seed %d value %d"):format(seed, i))
+            end
+        end)
+    end
+
+    it("writes every byte and long strings as they do", function()
+        local bytes = {}
+        for b = 0, 255 do bytes[#bytes + 1] = string.char(b) end
+        local all = table.concat(bytes)
+        for _, slash in ipairs({ true, false }) do
+            set_option("encode_escape_forward_slash", slash)
+            assert_native(all, "all bytes")
+            assert_native({ [all] = all }, "all bytes as a key")
+            -- Every length around the 16-byte chunks, each byte in turn
+            -- the one to escape.
+            for len = 0, 40 do
+                for at = 1, len, 7 do
+                    for _, c in ipairs({ "/", "\1", '"', "\127", "\xc3" }) do
+                        local s = ("x"):rep(at - 1) .. c .. ("y"):rep(len - at)
+                        assert_native({ [s] = { s, s .. s } }, "string " .. len)
+                    end
+                end
+            end
+            for _, n in ipairs({ 1000, 174763, 400000 }) do
+                assert_native(('ab"/\n\1cdefghijklmnop'):rep(n / 20), "long string " .. n)
+            end
+        end
+    end)
+
+    it("writes numbers as they do under every precision", function()
+        local numbers = { 0, -0.0, 1, -1, 0.1, 1 / 3, -2.5, 1e300, -1e-300, 5e-324, 2 ^ 53,
+                          2 ^ 63, -2 ^ 63, 2 ^ 64, 1e15, 1e16, 1e17, 99999999999999,
+                          100000000000000, 440103099353365, 24064909824598.5, 123456.789e3,
+                          9007199254740993, 1e21, 1e-7, 0.000001, 12345678901234567890 }
+        for _ = 1, 200 do numbers[#numbers + 1] = gen.random_number() end
+        for precision = 1, 16 do
+            set_option("encode_number_precision", precision)
+            assert_native(numbers, "precision " .. precision)
+            local keyed = {}
+            for i = 1, 40 do keyed[numbers[i] + 0.5] = i end
+            assert_native(keyed, "number keys at precision " .. precision)
+        end
+    end)
+
+    it("refuses NaN and infinities, as number values and keys", function()
+        for _, v in ipairs({ 0 / 0, math.huge, { 1, -math.huge }, { a = { 0 / 0 } },
+                             { [-math.huge] = 1 } }) do
+            local got = assert_native(v, "not finite")
+            assert.equal("error: Cannot serialise number: must not be NaN or Inf", got)
+        end
+    end)
+
+    it("detects arrays as cjson does, sparse ones included", function()
+        local cases = {
+            { 1, 2, 3 }, { [1] = 1, [2] = 2, [4] = 4 }, { [10] = 1 }, { [11] = 1 },
+            { [2] = 2, [1] = 1 }, { 1, 2, 3, n = 3 }, { [0] = 0, 1 }, { [1.5] = 1 },
+            { [-1] = 1 }, { 1, nil, 3 }, { [3] = 3, [2] = 2, [1] = 1, x = 1 },
+            { 1, { 2, { 3, { 4 } } } }, { x = { [30] = 1, 1 } }, { 1, 2, [100] = { print } },
+            { { print }, [50] = 1 }, { { { 0 / 0 } }, x = 1 },
+        }
+        -- Keys 1..n put in the hash part first (each a new key of a table
+        -- with room), then more: iteration order is not key order.
+        local mixed = { a = 1, b = 2, c = 3, d = 4 }
+        mixed.a, mixed.b, mixed.c, mixed.d = nil, nil, nil, nil
+        mixed[3], mixed[1], mixed[2] = "c", "a", "b"
+        cases[#cases + 1] = mixed
+        local hashed = { a = 1, b = 2 }
+        hashed[1], hashed.a, hashed.b = 1, nil, nil
+        hashed[2] = 2
+        cases[#cases + 1] = hashed
+        for _, settings in ipairs({ { false, 2, 10 }, { true, 2, 10 }, { false, 0, 10 },
+                                    { true, 1, 0 }, { false, 3, 1 } }) do
+            set_option("encode_sparse_array", unpack(settings))
+            for i, t in ipairs(cases) do
+                assert_native(t, ("case %d, sparse %s"):format(i, table.concat(
+                    { tostring(settings[1]), settings[2], settings[3] }, ",")))
+            end
+        end
+        -- Keys past what cjson keeps in an int (it writes {"2147483648":1},
+        -- the Lua encoder refuses or converts a sparse array): against the
+        -- Lua encoder alone.
+        for _, convert in ipairs({ false, true }) do
+            set_option("encode_sparse_array", convert, 2, 10)
+            for _, t in ipairs({ { [2 ^ 31] = 1 }, { [2 ^ 53] = 1 }, { 1, [2 ^ 40] = 2 } }) do
+                assert.equal(outcome(lua_encode, t), outcome(qjson.encode, t))
+            end
+        end
+    end)
+
+    it("writes keys as cjson does and refuses other key types", function()
+        assert_native({ [1] = 1, [-1] = 2, [0.5] = 3, x = 4, [1e300] = 5 }, "number keys")
+        for _, key in ipairs({ true, false, {}, print, coroutine.create(print), io.stdout }) do
+            local got = assert_native({ a = 1, [key] = 1 }, "key " .. type(key))
+            assert.matches("table key must be a number or string", got, 1, true)
+        end
+    end)
+
+    it("refuses the types cjson refuses", function()
+        for _, v in ipairs({ print, coroutine.create(print), io.stdout, { f = print },
+                             { 1, { io.stdout } } }) do
+            assert.matches("^error: Cannot serialise %a+: type not supported$",
+                           assert_native(v, type(v)))
+        end
+    end)
+
+    it("writes empty tables by their metatable and the options", function()
+        for _, as_object in ipairs({ true, false }) do
+            set_option("encode_empty_table_as_object", as_object)
+            for _, v in ipairs({ {}, setmetatable({}, qjson.array_mt),
+                                 setmetatable({}, qjson.empty_array_mt), qjson.empty_array,
+                                 { a = {}, b = qjson.empty_array, c = { {} } },
+                                 setmetatable({ 1, 2, x = 3 }, qjson.array_mt),
+                                 setmetatable({ 1, nil, 3 }, qjson.array_mt),
+                                 setmetatable({ 7 }, qjson.empty_array_mt) }) do
+                assert_native(v, "empty, as object: " .. tostring(as_object))
+            end
+            -- (The fork writes any object with its empty_array_mt as [];
+            -- lua/qjson/encode.lua, the specification, only an empty one.)
+            assert_native(setmetatable({ x = 1 }, qjson.empty_array_mt), "object", true)
+        end
+        assert.equal("[]", qjson.encode(qjson.decode("[]", { lazy = false })))
+    end)
+
+    it("writes null and cjson's empty array", function()
+        assert_native({ qjson.null, { a = qjson.null }, qjson.null }, "null")
+        if fork then
+            local saved = package.loaded.cjson
+            package.loaded.cjson = fork
+            finally(function() package.loaded.cjson = saved end)
+            assert.equal('{"a":[]}', assert_native({ a = fork.empty_array }, "cjson empty"))
+        end
+    end)
+
+    it("stops at encode_max_depth with cjson's message", function()
+        local function nested(n, inner)
+            local t = inner or {}
+            for _ = 2, n do t = { t } end
+            return t
+        end
+        for _, limit in ipairs({ 1, 5, 1000 }) do
+            set_option("encode_max_depth", limit)
+            assert_native(nested(limit), "at the limit")
+            assert_native(nested(limit, { x = 1 }), "objects at the limit")
+            local got = outcome(qjson.encode, nested(limit + 1))
+            assert.equal(("error: Cannot serialise, excessive nesting (%d)"):format(limit + 1),
+                         got)
+            assert.equal(got, outcome(lua_encode, nested(limit + 1)))
+            if fork then
+                assert.equal(got, fork_encode(nested(limit + 1)))
+            end
+            -- Through objects the native encoder reports it itself.
+            local objects = { v = 1 }
+            for _ = 1, limit do objects = { k = objects } end
+            assert_native(objects, "objects past the limit")
+        end
+        -- A cycle reaches the limit too.
+        local cycle = {}
+        cycle.self = { cycle }
+        assert.matches("excessive nesting %(1001%)", outcome(qjson.encode, cycle))
+    end)
+
+    it("leaves nesting deeper than its stack to the Lua encoder", function()
+        set_option("encode_max_depth", 100000)
+        local t = { 1 }
+        for _ = 1, 20000 do t = { a = t } end
+        local _, declined = native_counts()
+        local s = qjson.encode(t)
+        assert.equal(declined + 1, select(2, native_counts()))
+        assert.equal(lua_encode(t), s)
+        assert.equal(('{"a":'):rep(20000) .. "[1]" .. ("}"):rep(20000), s)
+    end)
+
+    it("hands a table with a proxy or another metatable inside back to Lua", function()
+        local doc = qjson.decode('{"b": [1, 2, {"c": "d"}], "e": "f/"}')
+        local changed = qjson.decode('{"x": [1, {"y": 2}]}')
+        changed.x[2].y = { 3, "z" }
+        local lookup = setmetatable({ 1, nil, 3 }, { __index = function() return 0 end })
+        for _, v in ipairs({ { a = doc }, { 1, 2, doc.b }, { doc.b[3], changed },
+                             { n = { m = { changed.x } } }, { lookup }, doc, changed }) do
+            local _, declined = native_counts()
+            local s = qjson.encode(v)
+            assert.equal(lua_encode(v), s)
+            if type(v) == "table" and not is_proxy(v) then
+                assert.equal(declined + 1, select(2, native_counts()))
+            end
+        end
+        assert.equal('{"a":{"b": [1, 2, {"c": "d"}], "e": "f/"}}', qjson.encode({ a = doc }))
+    end)
+
+    it("hands back cdata, and int64 boxes come out as the Lua encoder writes them", function()
+        local v = { n = 12345678901234567LL, u = 18446744073709551615ULL, s = "x" }
+        assert.equal(lua_encode(v), qjson.encode(v))
+        local array = require("ffi").new("int[1]")
+        assert.matches("type not supported", outcome(qjson.encode, { array }))
+    end)
+
+    it("leaves no partial output behind an error", function()
+        for _, bad in ipairs({ { 1, 2, print }, { a = { b = { 0 / 0 } } }, { [true] = 1 } }) do
+            assert.is_false(pcall(qjson.encode, bad))
+            assert.equal('[1,"x"]', qjson.encode({ 1, "x" }))
+        end
+    end)
+
+    it("raises at level 0, as the Lua encoder and cjson do; safe returns it", function()
+        local ok, err = pcall(qjson.encode, { print })
+        assert.is_false(ok)
+        assert.equal("Cannot serialise function: type not supported", err)
+        local s, e = require("qjson.safe").encode({ print })
+        assert.is_nil(s)
+        assert.equal(err, e)
+    end)
+
+    it("survives finalizers that encode while it pushes its output", function()
+        local inner, seen = { k = { 1, 2, "three" } }, 0
+        local big = {}
+        for i = 1, 3000 do big[i] = { i = i, s = "a string of some length " .. i } end
+        local want = lua_encode(big)
+        for _ = 1, 30 do
+            for _ = 1, 50 do
+                local u = newproxy(true)
+                getmetatable(u).__gc = function()
+                    if qjson.encode(inner) == '{"k":[1,2,"three"]}' then seen = seen + 1 end
+                end
+            end
+            assert.equal(want, qjson.encode(big))
+        end
+        collectgarbage()
+        assert.is_true(seen > 0)
+    end)
+end)
