@@ -569,12 +569,7 @@ impl Encoder<'_> {
                         .ok()
                         .filter(|&len| len < MAX_LENGTH)
                         .ok_or(Fault::GiveUp)?;
-                    self.out.push(b'[');
-                    self.frames.push(Frame::Array {
-                        table,
-                        next: 1,
-                        len,
-                    });
+                    self.open_array(table, len);
                     return Ok(());
                 }
                 if !empty_array {
@@ -616,6 +611,17 @@ impl Encoder<'_> {
         }
     }
 
+    /// Starts writing the table at `table` as an array of `len` elements,
+    /// read by index from 1.
+    fn open_array(&mut self, table: c_int, len: c_int) {
+        self.out.push(b'[');
+        self.frames.push(Frame::Array {
+            table,
+            next: 1,
+            len,
+        });
+    }
+
     /// Opens the table at `table` (the top) after lua-cjson's array-length
     /// pass over all its keys: as an array of that length, or an object.
     ///
@@ -630,12 +636,7 @@ impl Encoder<'_> {
         unsafe {
             let len = self.array_length(table)?;
             if len > 0 || (len == 0 && (empty_array || !self.options.empty_table_as_object)) {
-                self.out.push(b'[');
-                self.frames.push(Frame::Array {
-                    table,
-                    next: 1,
-                    len,
-                });
+                self.open_array(table, len);
                 return Ok(());
             }
             self.out.push(b'{');
