@@ -4,6 +4,7 @@
 local qjson = require("qjson")
 local safe = require("qjson.safe")
 local cjson = require("cjson")
+local lazy = require("qjson.lazy")
 
 local CHAT = [[{
   "model": "gpt-4o",
@@ -46,6 +47,34 @@ describe("qjson.decode", function()
             local t = qjson.decode(CHAT)
             assert.equal(t.messages, t.messages)
             assert.equal(t.messages[1], t.messages[1])
+        end)
+        -- The first container proxy sits in the state, the others in its
+        -- registry (lua/qjson/lazy.lua): each keeps its own identity and code
+        -- in small and large texts, and in any order of first reads.
+        it("keeps every container proxy's identity and place", function()
+            for _, pad in ipairs({ "", string.rep(" ", 200) }) do
+                for _, order in ipairs({ { 1, 2, 3, 4 }, { 4, 3, 2, 1 }, { 2, 4, 1, 3 } }) do
+                    local t = qjson.decode('{"a":{"x":1},"b":[2],"c":{"d":[3]}}' .. pad)
+                    local get = {
+                        function() return t.a end,
+                        function() return t.b end,
+                        function() return t.c end,
+                        function() return t.c.d end,
+                    }
+                    local seen = {}
+                    for _, i in ipairs(order) do seen[i] = get[i]() end
+                    for i = 1, 4 do assert.equal(seen[i], get[i]()) end
+                    assert.equal(1, t.a.x)
+                    assert.equal(2, t.b[1])
+                    assert.equal(3, t.c.d[1])
+                    assert.is_true(lazy.is_array(t.b) and lazy.is_array(t.c.d))
+                    assert.is_false(lazy.is_array(t.a) or lazy.is_array(t.c))
+                    t.c.d[2] = 4
+                    t.a.y = 5
+                    assert.same({ a = { x = 1, y = 5 }, b = { 2 }, c = { d = { 3, 4 } } },
+                                cjson.decode(qjson.encode(t)))
+                end
+            end
         end)
         it("decodes a scalar root to the scalar", function()
             assert.equal(5, qjson.decode(" 5 "))

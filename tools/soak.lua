@@ -118,7 +118,7 @@ local function burst(mb, bound_mb)
         -- Eight distinct strings, as eight requests would be.
         docs[i] = qjson.parse(body .. string.rep(" ", i))
         assert(docs[i]:get_f64("messages[" .. (n - 1) .. "].n[2]") == 3)
-        native = native + tonumber(C.qjson_memory(docs[i]._doc.ptr))
+        native = native + docs[i]:memory()
     end
     local peak = rss()
     docs, body = nil, nil -- luacheck: ignore 311

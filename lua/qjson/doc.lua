@@ -50,6 +50,11 @@ local TYPE_NAMES = { "null", "boolean", "boolean", "number", "string", "array", 
 local Doc = {}
 Doc.__index = Doc
 
+-- Where a tracked state (see `track`) keeps its native handle, false once
+-- freed: the first array slot, which the lazy states of
+-- lua/qjson/lazy.lua keep their other fields beside.
+local PTR = 1
+
 local _M = { _VERSION = "0.1.0" }
 
 -- Raises `message` at the level of the caller of the getter, or returns
@@ -66,7 +71,7 @@ end
 
 -- The native handle of a live document; nil after free().
 local function handle(self)
-    return self._doc.ptr
+    return self._doc[PTR]
 end
 
 local function freed(self)
@@ -359,7 +364,7 @@ qffi.on_close(function()
         local state = alive[slot]
         if state then
             -- (PENDING gets a field nothing reads.)
-            state.ptr = false
+            state[PTR] = false
         end
         release(slot)
     end
@@ -371,8 +376,8 @@ end)
 -- later calls raise instead of touching freed memory.
 function Doc:free()
     local state = self._doc
-    if state.ptr then
-        state.ptr = false
+    if state[PTR] then
+        state[PTR] = false
         if idle() then
             release(state.slot)
         else
@@ -396,24 +401,35 @@ end
 
 Doc.__tostring = function(self)
     local state = self._doc
-    return "qjson.doc: " .. (state.ptr and ("cursor " .. self._at) or "freed")
+    return "qjson.doc: " .. (state[PTR] and ("cursor " .. self._at) or "freed")
+end
+
+-- Puts slots never used before into `free_slots`, as many as there are
+-- so far (16 at first), lowest on top. Taking a slot is then the same
+-- path every time: a branch between reused and new slots, which
+-- alternate with the collector's cycles, kept compiled traces from
+-- settling.
+local function add_slots()
+    local n = slot_count > 16 and slot_count or 16
+    for i = n, 1, -1 do
+        free_count = free_count + 1
+        free_slots[free_count] = slot_count + i
+    end
+    slot_count = slot_count + n
 end
 
 -- Takes charge of a native handle from qjson_parse, at `address` (a Lua
 -- number: see `address_of`), which allocated `bytes` of native memory
--- anew: it is freed once `state` (a table whose `ptr` field is set to
--- false should lua_close free it first) has been collected; returns its
+-- anew: it is freed once `state` (a table whose [PTR] is set to false
+-- should lua_close free it first) has been collected; returns its
 -- slot. Documents (below) and qjson.decode's proxy states
 -- (lua/qjson/lazy.lua) are such states.
 local function track(state, address, bytes)
-    local slot
-    if free_count > 0 then
-        slot = free_slots[free_count]
-        free_count = free_count - 1
-    else
-        slot_count = slot_count + 1
-        slot = slot_count
+    if free_count == 0 then
+        add_slots()
     end
+    local slot = free_slots[free_count]
+    free_count = free_count - 1
     handles[slot] = address
     alive[slot] = state
     held = held + 1
@@ -455,8 +471,8 @@ _M.address_of = address_of
 -- cursor refers to its root's.
 function _M.new(ptr, src, safe, bytes)
     -- _doc and slot are in the constructor so that setting them does not
-    -- grow the table.
-    local root = setmetatable({ ptr = ptr, src = src, safe = safe, _at = 0, _doc = false,
+    -- grow the table; the handle is its [PTR].
+    local root = setmetatable({ ptr, src = src, safe = safe, _at = 0, _doc = false,
                                 slot = 0, bytes = bytes }, Doc)
     root._doc = root
     root.slot = track(root, address_of(ptr), bytes)
@@ -469,5 +485,6 @@ function _M.held()
 end
 
 _M.Doc = Doc
+_M.PTR = PTR
 
 return _M

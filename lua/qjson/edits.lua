@@ -31,6 +31,7 @@ local lazy = require("qjson.lazy")
 local C = qffi.C
 local null = qffi.null
 local DELETED = lazy.DELETED
+local SRC, CHANGES, EDITS = lazy.SRC, lazy.CHANGES, lazy.EDITS
 local cursor_of = lazy.cursor_of
 local ffi_string = ffi.string
 local ffi_cast = ffi.cast
@@ -141,11 +142,11 @@ end
 -- records), through reader R: made once after the last write and kept in
 -- the state until the next (lua/qjson/lazy.lua drops them on writes).
 local function edits_of(st, R)
-    local list = st.edits
+    local list = st[EDITS]
     if list then return list end
     local ptr = lazy.live_ptr(st)
-    local base = ffi_cast(char_ptr, st.src)
-    local changes = st.changes
+    local base = ffi_cast(char_ptr, st[SRC])
+    local changes = st[CHANGES]
     list = new_tab(2, 0)
     -- Mostly one record: a loop entered often that runs once is one
     -- LuaJIT stops compiling (its traces keep leaving it), and what it
@@ -161,7 +162,7 @@ local function edits_of(st, R)
     if #list > 1 then table_sort(list, by_from) end
     -- Set last: a finalizer run while it was made (by an allocation above)
     -- that encodes this document makes its own.
-    st.edits = list
+    st[EDITS] = list
     return list
 end
 _M.edits_of = edits_of
@@ -183,7 +184,7 @@ _M.first_at = first_at
 -- Whether the proxy (code `code`) of state st, or anything inside it, was
 -- changed, through reader R.
 function _M.changed(st, proxy, code, R)
-    local changes = st.changes
+    local changes = st[CHANGES]
     if not changes then return false end
     if changes[proxy] then return true end
     local from, to = lazy.source_span(st, lazy.live_ptr(st), cursor_of(code), R)

@@ -25,6 +25,7 @@ local MAIN = qffi.main
 local null = qffi.null
 local proxy_info = lazy.proxy_info
 local DELETED = lazy.DELETED
+local SRC, CHANGES = lazy.SRC, lazy.CHANGES
 local empty_array_mt = lazy.empty_array_mt
 local live_ptr = lazy.live_ptr
 local source_span = lazy.source_span
@@ -411,9 +412,9 @@ end
 local function put_proxy(st, code, depth)
     enter_table(depth)
     local ptr = live_ptr(st)
-    local base = ffi_cast(char_ptr, st.src)
+    local base = ffi_cast(char_ptr, st[SRC])
     local from, to = source_span(st, ptr, cursor_of(code), reader)
-    local changes = st.changes
+    local changes = st[CHANGES]
     if changes then
         local list = edits_of(st, reader)
         local e = list[first_edit(list, from + 1)]
@@ -485,9 +486,9 @@ end
 -- edits applied, so the whitespace around its root value stays.
 local function put_top(v)
     local st, code = proxy_info(v)
-    if st and (code == 0 or code == -1) and st.changes then
+    if st and (code == 0 or code == -1) and st[CHANGES] then
         enter_table(1)
-        local src = st.src
+        local src = st[SRC]
         put_source(ffi_cast(char_ptr, src), edits_of(st, reader), 0, -1, #src, 1, 0)
         flush()
         return
@@ -521,9 +522,9 @@ end
 -- The Lua encoder: every value, proxies included.
 local function lua_encode(v)
     local st, code = proxy_info(v)
-    if st and not st.changes and (code == 0 or code == -1) then
+    if st and not st[CHANGES] and (code == 0 or code == -1) then
         -- An untouched whole document is its own text.
-        return st.src
+        return st[SRC]
     end
     local R = enter()
     local out, err

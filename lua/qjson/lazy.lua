@@ -2,30 +2,44 @@
 --
 -- A proxy is an empty Lua table. What qjson knows about it lives in its
 -- metatable, which every proxy of one document shares: the document's
--- *state*. It holds the native document (`ptr`, its address, and `src`,
--- see lua/qjson/doc.lua), the metamethods, the root's code `rc` (see
--- `proxy_at`) and `reg`, a registry of the other proxies made so far,
--- both ways (made with the first of them):
--- `reg[proxy]` is the proxy's code and `reg[cursor]` the proxy, so that
--- a container read twice is the same table (`t.messages == t.messages`).
--- A proxy costs one empty table and two hash entries; no JSON key can
--- collide with internal fields, and
--- `next`, `rawget` or iteration see nothing but data. State and proxies
--- refer to each other only, so the collector frees a dropped document's
--- proxies and state together.
+-- *state*. Its fields are seven array slots, which LuaJIT allocates
+-- with the table itself (named fields and a separate registry table cost
+-- about 1000 more instructions of allocation and collection for a small
+-- document and one read of a container in it):
 --
--- Every state has the same fields from the start (none is ever added),
--- so compiled code that reads one, which LuaJIT specialises to the slot
--- the field hashed to, works for every document's; change records
--- likewise.
+--   [PTR]         the native document's address (see lua/qjson/doc.lua),
+--                 false once freed
+--   [SRC]         the text, which the native document borrows
+--   [CHANGES]     the change records, false before the first write
+--   [EDITS]       the edits made from them, false until asked for
+--   [CHILD], [CHILD_CODE]
+--                 the first proxy made for a container inside the root,
+--                 and its code
+--   [REG]         the registry of the others, both ways, false until a
+--                 second one is made: `reg[proxy]` is the proxy's code and
+--                 `reg[code]` the proxy
+--
+-- and its hash part holds the metamethods and `rc`, the root proxy's
+-- code (see `proxy_at`). (As an array slot filled by the constructor,
+-- `rc` made LuaJIT 2.1-20230119 abort the trace of a loop that decodes
+-- and reads, "persistent type instability".) A state's registry is
+-- what makes a container read twice the same table a container read twice is the same table
+-- (`t.messages == t.messages`). No JSON key can collide with internal
+-- fields, and `next`, `rawget` or iteration see nothing but data. State
+-- and proxies refer to each other only, so the collector frees a dropped
+-- document's proxies and state together.
+--
+-- Every state has the same slots from the start (none is ever added),
+-- so compiled code that reads one works for every document's; change
+-- records likewise keep the fields they are made with.
 --
 -- Scalars are read from the native index each time they are asked for
 -- (one call, which also brings the type), never cached: a cache table per
 -- proxy cost more than the reads it saved.
 --
 -- Writes: the first write to a proxy gives it a change record in
--- `st.changes` (see `record`); qjson.encode and qjson.materialize turn the
--- records into edits of the source text (lua/qjson/edits.lua).
+-- `st[CHANGES]` (see `record`); qjson.encode and qjson.materialize turn
+-- the records into edits of the source text (lua/qjson/edits.lua).
 
 local ffi = require("ffi")
 local qffi = require("qjson.ffi")
@@ -73,6 +87,11 @@ local uint32_array = ffi.typeof("uint32_t[?]")
 
 local _M = {}
 
+-- The slots of a state (see the top of the file).
+local PTR = docs.PTR
+local SRC, CHANGES, EDITS, REG, CHILD, CHILD_CODE = 2, 3, 4, 5, 6, 7
+_M.SRC, _M.CHANGES, _M.EDITS = SRC, CHANGES, EDITS
+
 -- Stored in a change record for a value that was deleted.
 local DELETED = setmetatable({}, { __tostring = function() return "qjson.deleted" end })
 _M.DELETED = DELETED
@@ -114,31 +133,38 @@ local SMALL_TEXT = 128
 -- with state st, a member or element of the proxy with code `parent`: the
 -- one made before, or a new one.
 local function proxy_at(st, cursor, t, parent)
-    local reg = st.reg
-    local p = reg and reg[cursor]
+    if parent < 0 then parent = -1 - parent end
+    local depth = math_floor(parent / SPAN) + 1
+    local c = (depth < DEEP and depth or DEEP) * SPAN + cursor
+    if t ~= T_OBJECT then c = -1 - c end
+    if st[CHILD_CODE] == c then return st[CHILD] end
+    local reg = st[REG]
+    local p = reg and reg[c]
     if not p then
         -- Not a tail call: `return setmetatable(...)` ends the trace of a
         -- function that got one of its own ("leaving loop in root trace").
         p = setmetatable({}, st)
-        if not reg then
-            -- Room for the proxies a handler makes (growing a table rehashes
-            -- it, which costs more than the room): one in a text that can
-            -- only hold a few, four in any other.
-            reg = new_tab(0, #st.src < SMALL_TEXT and 2 or 8)
-            st.reg = reg
+        if not st[CHILD] then
+            st[CHILD], st[CHILD_CODE] = p, c
+        else
+            if not reg then
+                -- Room for the proxies a handler makes (growing a table
+                -- rehashes it, which costs more than the room): one more
+                -- in a text that can only hold a few, four in any other.
+                reg = new_tab(0, #st[SRC] < SMALL_TEXT and 2 or 8)
+                st[REG] = reg
+            end
+            reg[c] = p
+            reg[p] = c
         end
-        if parent < 0 then parent = -1 - parent end
-        local depth = math_floor(parent / SPAN) + 1
-        local c = (depth < DEEP and depth or DEEP) * SPAN + cursor
-        reg[cursor] = p
-        reg[p] = t == T_OBJECT and c or -1 - c
     end
     return p
 end
 
 -- The code of a proxy of state st.
 local function code_of(st, proxy)
-    local reg = st.reg
+    if proxy == st[CHILD] then return st[CHILD_CODE] end
+    local reg = st[REG]
     return reg and reg[proxy] or st.rc
 end
 
@@ -203,13 +229,13 @@ end
 -- reader R's section (for code that already holds one: encode,
 -- materialize).
 local function get(st, proxy, code, k, R)
-    local changes = st.changes
+    local changes = st[CHANGES]
     local rec = changes and changes[proxy]
     if rec then
         local v, done = written(rec, code, k)
         if done then return v end
     end
-    local address = st.ptr
+    local address = st[PTR]
     if not address then error(FREED, 0) end
     local v = fetch(st, ffi_cast(DOC_PTR, address), code, k, R)
     return v
@@ -219,7 +245,7 @@ _M.get = get
 local function proxy_index(proxy, k)
     local st = getmetatable(proxy)
     local code = code_of(st, proxy)
-    local changes = st.changes
+    local changes = st[CHANGES]
     if changes then
         local rec = changes[proxy]
         if rec then
@@ -227,7 +253,7 @@ local function proxy_index(proxy, k)
             if done then return v end
         end
     end
-    local address = st.ptr
+    local address = st[PTR]
     if not address then error(FREED, 2) end
     local R = enter()
     local v = fetch(st, ffi_cast(DOC_PTR, address), code, k, R)
@@ -238,7 +264,7 @@ end
 -- The native document of a state, raising once it was freed (for code
 -- whose sections leave on errors: encode, materialize).
 local function live_ptr(st)
-    local address = st.ptr
+    local address = st[PTR]
     if not address then error(FREED, 0) end
     return ffi_cast(DOC_PTR, address)
 end
@@ -249,7 +275,7 @@ _M.live_ptr = live_ptr
 local function source_span(st, ptr, cursor, R)
     C.qjson_raw(ptr, cursor, nil, 0, R)
     local v = R.value
-    local start = tonumber(v.str - ffi_cast(char_ptr, st.src))
+    local start = tonumber(v.str - ffi_cast(char_ptr, st[SRC]))
     return start, start + tonumber(v.len)
 end
 _M.source_span = source_span
@@ -285,21 +311,21 @@ _M.depth_of = depth_of
 -- `simple` while every write replaced a member of a source without
 -- repeated keys: `writes` then lists where each such value is
 -- ({ start, end, key }, in the order first written), and the encoder
--- needs nothing more (lua/qjson/edits.lua). `st.changes` maps
+-- needs nothing more (lua/qjson/edits.lua). `st[CHANGES]` maps
 -- proxies to their records and lists the records (1..n), so that going
 -- over them is a numeric loop, which compiles. Every write drops the
--- document's edits (`st.edits`), made again when next needed.
+-- document's edits (`st[EDITS]`), made again when next needed.
 local function record(st, proxy, code, level)
-    st.edits = false
-    local changes = st.changes
+    st[EDITS] = false
+    local changes = st[CHANGES]
     if not changes then
         -- (Presized, as the tables below: growing an empty table rehashes.)
         changes = new_tab(1, 1)
-        st.changes = changes
+        st[CHANGES] = changes
     end
     local rec = changes[proxy]
     if rec then return rec end
-    local address = st.ptr
+    local address = st[PTR]
     if not address then error(FREED, level + 1) end
     local ptr = ffi_cast(DOC_PTR, address)
     local cursor = cursor_of(code)
@@ -352,7 +378,7 @@ local function proxy_newindex(proxy, k, v)
         -- Whether the key has a value now (for the count of keys).
         local had
         if old == nil then
-            local address = st.ptr
+            local address = st[PTR]
             if not address then error(FREED, 2) end
             local from, to = member_span(st, ffi_cast(DOC_PTR, address), cursor_of(code), k)
             had = from ~= nil
@@ -437,18 +463,18 @@ end
 -- section (encode, materialize); without R, each read is a section of its
 -- own.
 local function object_iter(st, proxy, code, R)
-    local address = st.ptr
+    local address = st[PTR]
     if not address then error(FREED, 3) end
     local r = R or enter()
     local entries = source_members(ffi_cast(DOC_PTR, address), cursor_of(code), r)
     if not R then leave(r) end
     local i, added_i = 0, 0
     return function()
-        local changes = st.changes
+        local changes = st[CHANGES]
         local rec = changes and changes[proxy]
         while i < #entries do
             i = i + 1
-            address = st.ptr
+            address = st[PTR]
             if not address then error(FREED, 2) end
             r = R or enter()
             local key, v = member(st, ffi_cast(DOC_PTR, address), code, rec, entries[i], r)
@@ -488,7 +514,7 @@ end
 -- `code`) of state st: natively while nothing was written; once written,
 -- kept by the change record (counted once for an object, by iterating).
 local function proxy_len(st, proxy, code)
-    local changes = st.changes
+    local changes = st[CHANGES]
     local rec = changes and changes[proxy]
     if code < 0 then
         if rec then return rec.n end
@@ -500,7 +526,7 @@ local function proxy_len(st, proxy, code)
         rec.len = n
         return n
     end
-    local address = st.ptr
+    local address = st[PTR]
     if not address then error(FREED, 3) end
     local n = source_len(ffi_cast(DOC_PTR, address), cursor_of(code))
     return n
@@ -691,14 +717,15 @@ function _M.root(ptr, text, bytes)
     end
     local address = address_of(ptr)
     local rc = t == T_OBJECT and 0 or -1
+    -- [PTR], [SRC], [CHANGES], [EDITS], [REG], [CHILD], [CHILD_CODE]
     local st
     if COMPAT then
-        st = { __index = proxy_index, __newindex = proxy_newindex, __len = proxy_len_mm,
-               __pairs = proxy_pairs, __ipairs = proxy_ipairs, ptr = address, src = text,
-               rc = rc, reg = false, changes = false, edits = false }
+        st = { address, text, false, false, false, false, 0, rc = rc,
+               __index = proxy_index, __newindex = proxy_newindex, __len = proxy_len_mm,
+               __pairs = proxy_pairs, __ipairs = proxy_ipairs }
     else
-        st = { __index = proxy_index, __newindex = proxy_newindex, ptr = address, src = text,
-               rc = rc, reg = false, changes = false, edits = false }
+        st = { address, text, false, false, false, false, 0, rc = rc,
+               __index = proxy_index, __newindex = proxy_newindex }
     end
     local root = setmetatable({}, st)
     track(st, address, bytes)

@@ -1,0 +1,80 @@
+-- Small-document work, counted in instructions rather than timed: what
+-- tools/lua_insns.sh runs under callgrind. On a shared, noisy machine a
+-- count settles what a change to a few hundred nanoseconds of work did,
+-- where wall time cannot.
+--
+--   luajit benches/insn_loops.lua WORKLOAD N
+--
+-- runs WORKLOAD N times over the payloads of make bench (benches/
+-- payloads.lua): the 64-byte tool call and one SSE chunk. Two runs that
+-- differ only in N differ by N workloads' instructions (start-up, JIT
+-- compilation and warm-up cancel), which is how tools/lua_insns.sh
+-- reports instructions per workload. cjson is the first cjson on
+-- package.cpath (tools/lua_insns.sh puts OpenResty's fork first).
+
+package.path = "lua/?.lua;benches/?.lua;" .. package.path
+
+local qjson = require("qjson")
+local cjson = require("cjson")
+local payloads = require("payloads")
+
+local TOOL = payloads.TOOL_CALL
+local SSE = payloads.sse_events(3)[2]
+local EAGER = { lazy = false }
+
+-- Each workload: one decode of library `lib` and what a handler does
+-- with it, as in benches/lua_bench.lua's rows of the same names; `k`
+-- makes each change write a new value, as a gateway's do. Returns a
+-- number so that nothing is optimised away.
+local workloads = {
+    ["tool-read"] = function(lib, k)
+        local t = lib.decode(TOOL)
+        return #t.order_id + t.options.max_items + k
+    end,
+    ["tool-modify"] = function(lib, k)
+        local t = lib.decode(TOOL)
+        t.order_id = "B-" .. k
+        return #lib.encode(t)
+    end,
+    ["tool-eager"] = function(lib, k)
+        local t = lib.eager(TOOL)
+        return #t.order_id + k
+    end,
+    ["sse-read"] = function(lib, k)
+        local t = lib.decode(SSE)
+        local delta = t.choices[1].delta
+        return #t.model + #(delta.content or "") + k
+    end,
+    ["sse-modify"] = function(lib, k)
+        local t = lib.decode(SSE)
+        t.model = "gpt-4o-" .. k
+        return #lib.encode(t)
+    end,
+}
+
+local libraries = {
+    qjson = {
+        decode = qjson.decode,
+        eager = function(s) return qjson.decode(s, EAGER) end,
+        encode = qjson.encode,
+    },
+    cjson = { decode = cjson.decode, eager = cjson.decode, encode = cjson.encode },
+}
+
+local name, n = arg[1], tonumber(arg[2])
+local lib_name, work = (name or ""):match("^(%a+):(.+)$")
+local run, lib = workloads[work], libraries[lib_name]
+if not (run and lib and n) then
+    local names = {}
+    for w in pairs(workloads) do names[#names + 1] = w end
+    table.sort(names)
+    io.stderr:write("usage: luajit benches/insn_loops.lua {qjson|cjson}:WORKLOAD N\n",
+                    "workloads: ", table.concat(names, " "), "\n")
+    os.exit(2)
+end
+
+local sum = 0
+for k = 1, n do
+    sum = sum + run(lib, k)
+end
+assert(sum > 0)
