@@ -70,9 +70,28 @@ impl<'a> Document<'a> {
     /// Replaces the document with `src`, reusing all memory. On error the
     /// document is left empty.
     pub fn load(&mut self, src: &'a [u8], opts: &Options) -> Result<()> {
+        self.load_by(src, opts, scan::scan)
+    }
+
+    /// [`Document::load`] with stage 1 run by `kernel` rather than the
+    /// active one ([`ErrorCode::BadKernel`] if this CPU cannot run it):
+    /// lets a benchmark or test time or check the full parse of every
+    /// kernel in one process, where `QJSON_KERNEL` is read only once.
+    pub fn load_with(&mut self, kernel: scan::Kernel, src: &'a [u8], opts: &Options) -> Result<()> {
+        self.load_by(src, opts, |src, index| scan::scan_with(kernel, src, index))
+    }
+
+    /// [`Document::load`] with `stage1` as stage 1.
+    #[inline(always)]
+    fn load_by(
+        &mut self,
+        src: &'a [u8],
+        opts: &Options,
+        stage1: impl FnOnce(&[u8], &mut Index) -> Result<()>,
+    ) -> Result<()> {
         self.unload();
         let held = self.retained_bytes();
-        let parsed = scan::scan(src, &mut self.index).and_then(|()| {
+        let parsed = stage1(src, &mut self.index).and_then(|()| {
             // SAFETY: stage 1 records offsets of bytes of `src` only.
             unsafe { validate::validate_unchecked(src, &mut self.index, opts, &mut self.walk) }
         });

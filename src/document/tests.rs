@@ -395,3 +395,24 @@ fn a_reused_document_reports_only_what_a_parse_allocates_anew() {
         assert_eq!((doc.grown_bytes(), doc.retained_bytes()), (0, held));
     }
 }
+
+#[test]
+fn load_with_runs_the_named_kernel_and_agrees_with_load() {
+    let text = br#"{"a":[1,"x\n",{"b":null}],"c":"\u00e9t\u00e9"}"#;
+    let want = doc(text);
+    for kernel in scan::supported_kernels() {
+        let mut d = Document::new();
+        d.load_with(kernel, text, &Options::default()).unwrap();
+        let (got, want) = (d.index(), want.index());
+        assert_eq!(got.positions, want.positions, "{}", kernel.name());
+        assert_eq!(got.escapes, want.escapes, "{}", kernel.name());
+        assert_eq!(got.links, want.links, "{}", kernel.name());
+        // Errors come through too, with their offsets.
+        let err = d.load_with(kernel, b"[1,\"\x01\"]", &Options::default());
+        assert_eq!(err.unwrap_err().code, ErrorCode::ControlCharacter);
+    }
+    if let Some(missing) = scan::Kernel::ALL.into_iter().find(|k| !k.is_supported()) {
+        let err = Document::new().load_with(missing, text, &Options::default());
+        assert_eq!(err.unwrap_err().code, ErrorCode::BadKernel);
+    }
+}
