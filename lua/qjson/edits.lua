@@ -120,11 +120,9 @@ local function record_edits(list, ptr, base, rec, R)
         -- are is known since their first writes (the first outside the
         -- loop, see edits_of).
         local writes, set, depth = rec.writes, rec.set, rec.depth
-        local w = writes[1]
-        list[#list + 1] = { w[1], w[2], set[w[3]], depth }
-        for j = 2, #writes do
-            w = writes[j]
-            list[#list + 1] = { w[1], w[2], set[w[3]], depth }
+        list[#list + 1] = { writes[1], writes[2], set[writes[3]], depth }
+        for j = 4, #writes, 3 do
+            list[#list + 1] = { writes[j], writes[j + 1], set[writes[j + 2]], depth }
         end
     elseif code >= 0 then
         object_edits(list, ptr, base, cursor_of(code), rec, R)

@@ -305,13 +305,16 @@ _M.depth_of = depth_of
 -- The change record of the proxy (code `code`) of state st, made on its
 -- first write: `code` and `depth` are the proxy's; `set` maps each key or
 -- index written to its value (DELETED for nil); objects keep `added`, the
--- keys written that the source lacks in the order first written, and
--- `len`, their key count once asked for, kept up to date; arrays keep `n`
--- and `n0`, their current and source element counts. An object is
--- `simple` while every write replaced a member of a source without
--- repeated keys: `writes` then lists where each such value is
--- ({ start, end, key }, in the order first written), and the encoder
--- needs nothing more (lua/qjson/edits.lua). `st[CHANGES]` maps
+-- keys written that the source lacks in the order first written; `n` is
+-- the current element count of an array (`n0` its source count) and the
+-- key count of an object once asked for (false until then), kept up to
+-- date. An object is `simple` while every write replaced a member of a
+-- source without repeated keys: `writes` then lists where each such
+-- value is (start, end and key, three entries per write, in the order
+-- first written), and the encoder needs nothing more
+-- (lua/qjson/edits.lua). Eight fields, so that a record's hash part is
+-- eight slots: a ninth doubled it, and copying it cost a change about 400
+-- instructions. `st[CHANGES]` maps
 -- proxies to their records and lists the records (1..n), so that going
 -- over them is a numeric loop, which compiles. Every write drops the
 -- document's edits (`st[EDITS]`), made again when next needed.
@@ -341,8 +344,8 @@ local function record(st, proxy, code, level)
     end
     leave(R)
     rec = { code = code, set = code >= 0 and new_tab(0, 1) or new_tab(1, 0), added = false,
-            len = false, n = false, n0 = false, depth = depth, simple = simple,
-            writes = code >= 0 and new_tab(1, 0) }
+            n = false, n0 = false, depth = depth, simple = simple,
+            writes = code >= 0 and new_tab(3, 0) }
     if code < 0 then
         local n = source_len(ptr, cursor)
         rec.n, rec.n0 = n, n
@@ -384,7 +387,8 @@ local function proxy_newindex(proxy, k, v)
             had = from ~= nil
             if had then
                 local writes = rec.writes
-                writes[#writes + 1] = { from, to, k }
+                local w = #writes
+                writes[w + 1], writes[w + 2], writes[w + 3] = from, to, k
             else
                 local added = rec.added
                 if not added then
@@ -402,9 +406,9 @@ local function proxy_newindex(proxy, k, v)
             rec.simple = false
         end
         set[k] = v
-        local len = rec.len
+        local len = rec.n
         if len then
-            rec.len = len + (v ~= DELETED and 1 or 0) - (had and 1 or 0)
+            rec.n = len + (v ~= DELETED and 1 or 0) - (had and 1 or 0)
         end
         return
     end
@@ -519,11 +523,11 @@ local function proxy_len(st, proxy, code)
     if code < 0 then
         if rec then return rec.n end
     elseif rec then
-        local n = rec.len
+        local n = rec.n
         if n then return n end
         n = 0
         for _ in object_iter(st, proxy, code) do n = n + 1 end
-        rec.len = n
+        rec.n = n
         return n
     end
     local address = st[PTR]
