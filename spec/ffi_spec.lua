@@ -79,6 +79,28 @@ describe("qjson.ffi", function()
             assert.is_true(pcall(function() return qffi.C[name] end), name)
         end
     end)
+
+    -- (lua/qjson/lazy.lua tells an object that repeats a key this way.)
+    it("counts members with and without repeated keys in one qjson_len call", function()
+        local cases = {
+            { '{"a":1,"b":2,"a":3}', 2, 3 },
+            { '{"a":1,"b":2}', 2, 2 },
+            { '{"k":1,"\\u006b":2,"k":3}', 1, 3 },
+            { '{}', 0, 0 },
+            { '[1,[2,3],4]', 3, 3 },
+        }
+        for _, case in ipairs(cases) do
+            local text, distinct, members = case[1], case[2], case[3]
+            local R = qffi.enter()
+            local ptr = qffi.C.qjson_parse(text, #text, nil, R)
+            assert.is_true(ptr ~= nil, text)
+            local rc = qffi.C.qjson_len(ptr, 0, nil, 0, R)
+            local got = { rc, tonumber(R.value.len), tonumber(R.value.i64) }
+            qffi.C.qjson_free(ptr)
+            qffi.leave(R)
+            assert.same({ qffi.C.QJSON_OK, distinct, members }, got, text)
+        end
+    end)
 end)
 
 describe("loading libqjson", function()

@@ -65,7 +65,8 @@ pub struct qjson_value {
     pub len: usize,
     /// A number as a double.
     pub num: f64,
-    /// An exact integer, or the offset of a path error.
+    /// An exact integer, the members of an object counting repeated keys
+    /// (`qjson_len`), or the offset of a path error.
     pub i64_: i64,
 }
 
@@ -768,7 +769,9 @@ pub unsafe extern "C" fn qjson_get_i64(
     }
 }
 
-/// Counts elements or distinct keys.
+/// Counts elements or distinct keys; `i64` gets the members of an object
+/// counting repeated keys (the elements of an array), so one call tells
+/// whether an object repeats a key.
 ///
 /// # Safety
 /// See `lookup`.
@@ -791,6 +794,7 @@ pub unsafe extern "C" fn qjson_len(
             |doc, at, out, _| match doc.len(at) {
                 Some(n) => {
                     out.len = n;
+                    out.i64_ = i64::from(doc.tree().count(at));
                     OK
                 }
                 None => ErrorCode::TypeMismatch as c_int,

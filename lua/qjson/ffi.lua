@@ -90,7 +90,8 @@ typedef struct qjson_value {
     const char *str;         /* qjson_get on a string: decoded bytes; qjson_raw: source text */
     size_t len;              /* byte length of str; qjson_len and arrays: the count */
     double num;              /* qjson_get on a number: nearest double */
-    int64_t i64;             /* qjson_get_i64: the value; QJSON_BAD_PATH: offset in path */
+    int64_t i64;             /* qjson_get_i64: the value; qjson_len: members with repeats;
+                                QJSON_BAD_PATH: offset in path */
 } qjson_value;
 
 /* One item of a tape (qjson_tape): a subtree in document order without
@@ -177,7 +178,8 @@ int qjson_get(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len
 int qjson_get_i64(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
                   qjson_reader *reader);
 
-/* Elements of an array or distinct keys of an object, in value.len. */
+/* Elements of an array or distinct keys of an object, in value.len; in
+   value.i64 the members counting repeated keys (an array's elements). */
 int qjson_len(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
               qjson_reader *reader);
 

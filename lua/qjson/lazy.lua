@@ -337,10 +337,9 @@ local function record(st, proxy, code, level)
     local simple = false
     if code >= 0 then
         -- No repeated key when every member is a distinct key.
-        C.qjson_members(ptr, cursor, 1, R)
-        local members = tonumber(R.count)
         C.qjson_len(ptr, cursor, nil, 0, R)
-        simple = members == tonumber(R.value.len)
+        local v = R.value
+        simple = tonumber(v.i64) == tonumber(v.len)
     end
     leave(R)
     rec = { code = code, set = code >= 0 and new_tab(0, 1) or new_tab(1, 0), added = false,
