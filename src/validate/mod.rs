@@ -14,8 +14,9 @@
 //! [`DuplicateKeys::Error`], repeated keys per object ([`duplicates`]).
 //! UTF-8, control characters and string termination were checked by stage 1.
 //!
-//! Stage 2 costs about as much as stage 1, so the loop is kept small: the
-//! innermost container lives in locals, the byte at an entry is read
+//! Stage 2 costs about as much as stage 1, so the loop is kept small: one
+//! loop per kind of container, so what may follow a value is known from
+//! where the code is, the innermost container lives in locals, the byte at an entry is read
 //! without a bounds check (stage 1's positions lie inside the text; see
 //! [`validate_unchecked`]), a string is one compare against the offset of
 //! the next escape, and the walk is compiled once per duplicate-key
@@ -352,36 +353,116 @@ fn walk<const STRICT: bool>(
         }};
     }
 
-    // Whether a value ended just before entry i (else entry i must start
-    // one).
-    let mut after = false;
-    loop {
-        let b = text.byte(i);
-        if after {
+    // Entry `i` starts a value of the innermost container: moves `i` past
+    // a string or scalar, or opens a container and goes on with its first
+    // value at `$walk`.
+    macro_rules! value {
+        ($walk:lifetime) => {{
+            let b = text.byte(i);
+            match b {
+                b'"' => {
+                    string!(i);
+                    i += 2;
+                }
+                b'-' | b'0'..=b'9' => {
+                    let p = text.at(i);
+                    if !number::number_end(text.src, p)
+                        .is_some_and(|end| ends_scalar(text.src, end))
+                    {
+                        return Err(error_at(text, ErrorCode::InvalidNumber, i));
+                    }
+                    i += 1;
+                }
+                b't' | b'f' | b'n' => {
+                    if !literal::is_valid(text.src, text.at(i)) {
+                        return Err(error_at(text, ErrorCode::InvalidLiteral, i));
+                    }
+                    i += 1;
+                }
+                b'{' | b'[' => {
+                    if frames.len() >= max_depth {
+                        return Err(error_at(text, ErrorCode::DepthExceeded, i));
+                    }
+                    // `{` + 2 is `}`, `[` + 2 is `]`.
+                    let closer = b + 2;
+                    if text.byte(i + 1) == closer {
+                        // Empty: its count, links[i + 1], stays 0.
+                        links[i] = (i + 1) as u32;
+                        i += 2;
+                    } else {
+                        frames.push(Frame {
+                            open,
+                            count,
+                            close: u32::from(close),
+                            keys_from,
+                        });
+                        open = i as u32;
+                        count = 0;
+                        close = closer;
+                        if STRICT {
+                            keys_from = keys.len() as u32;
+                        }
+                        if closer == b'}' {
+                            member_key!(i + 1, ErrorCode::ExpectedKeyOrBrace);
+                        } else {
+                            i += 1;
+                        }
+                        continue $walk;
+                    }
+                }
+                _ => return Err(missing_value(text, i)),
+            }
+        }};
+    }
+
+    // After a value of the innermost container (closed by `$close`), entry
+    // `i` must continue it: `,` then the next value (or `"key" :` and
+    // it), go on at `$next`; or close it, fall through.
+    macro_rules! separator {
+        ($close:expr, $next:lifetime) => {{
+            let close = $close;
             count += 1;
+            let b = text.byte(i);
             if b == b',' {
                 if close == b'}' {
                     member_key!(i + 1, ErrorCode::ExpectedKey);
-                    after = false;
-                    continue;
+                    continue $next;
                 }
                 if close == b']' {
                     i += 1;
-                    after = false;
-                    continue;
+                    continue $next;
                 }
             }
             if b != close {
                 return Err(missing_separator(text, close, i));
             }
-            if close == 0 {
-                // The root value ended: only the end of the text may follow
-                // (b is also 0 at a stray 0 byte).
-                if i < n {
-                    return Err(error_at(text, ErrorCode::TrailingContent, i));
-                }
-                return Ok(());
+        }};
+    }
+
+    // The container type is in the code: one loop per kind of container,
+    // each with its own separator check, so a value is followed by one
+    // byte compare and no test of what it was in. Entry i starts a value
+    // of the innermost container.
+    'walk: loop {
+        match close {
+            b'}' => 'object: loop {
+                value!('walk);
+                separator!(b'}', 'object);
+                break;
+            },
+            b']' => 'array: loop {
+                value!('walk);
+                separator!(b']', 'array);
+                break;
+            },
+            _ => {
+                value!('walk);
+                break 'walk;
             }
+        }
+        // Entry i closes the innermost container; the ones it closes in
+        // turn are handled here too.
+        loop {
             if STRICT && close == b'}' {
                 check_keys(text, links, keys, keys_from as usize, duplicates)?;
             }
@@ -393,62 +474,20 @@ fn walk<const STRICT: bool>(
             close = parent.close as u8;
             keys_from = parent.keys_from;
             i += 1;
-            continue;
+            separator!(close, 'walk);
+            if close == 0 {
+                break 'walk;
+            }
         }
-        // Entry i must start a value.
-        match b {
-            b'"' => {
-                string!(i);
-                i += 2;
-            }
-            b'-' | b'0'..=b'9' => {
-                let p = text.at(i);
-                if !number::number_end(text.src, p).is_some_and(|end| ends_scalar(text.src, end)) {
-                    return Err(error_at(text, ErrorCode::InvalidNumber, i));
-                }
-                i += 1;
-            }
-            b't' | b'f' | b'n' => {
-                if !literal::is_valid(text.src, text.at(i)) {
-                    return Err(error_at(text, ErrorCode::InvalidLiteral, i));
-                }
-                i += 1;
-            }
-            b'{' | b'[' => {
-                if frames.len() >= max_depth {
-                    return Err(error_at(text, ErrorCode::DepthExceeded, i));
-                }
-                // `{` + 2 is `}`, `[` + 2 is `]`.
-                let closer = b + 2;
-                if text.byte(i + 1) == closer {
-                    // Empty: its count, links[i + 1], stays 0.
-                    links[i] = (i + 1) as u32;
-                    i += 2;
-                } else {
-                    frames.push(Frame {
-                        open,
-                        count,
-                        close: u32::from(close),
-                        keys_from,
-                    });
-                    open = i as u32;
-                    count = 0;
-                    close = closer;
-                    if STRICT {
-                        keys_from = keys.len() as u32;
-                    }
-                    if closer == b'}' {
-                        member_key!(i + 1, ErrorCode::ExpectedKeyOrBrace);
-                    } else {
-                        i += 1;
-                    }
-                    continue;
-                }
-            }
-            _ => return Err(missing_value(text, i)),
-        }
-        after = true;
     }
+    // The root value ended: only the end of the text may follow (a stray 0
+    // byte reads as 0 too).
+    if i < n {
+        return Err(error_at(text, ErrorCode::TrailingContent, i));
+    }
+    // Every escape lies in a string, and every string was checked.
+    debug_assert_eq!(escape_at, u32::MAX);
+    Ok(())
 }
 
 /// Rejects the object whose keys are `keys[from..]` if one repeats, then
