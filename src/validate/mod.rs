@@ -467,8 +467,19 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
                     i += 2;
                 }
                 b'-' | b'0'..=b'9' => {
-                    if !number::number_end(text.src, p)
-                        .is_some_and(|end| ends_scalar(text.src, end))
+                    // With CLOSED, the next entry exists and, when the
+                    // number runs up to it, is a structural byte or a quote
+                    // (a digit, the number's last byte, is followed by no
+                    // scalar start), which may follow a number.
+                    let plain = CLOSED && {
+                        // SAFETY: with CLOSED, entry i is no bracket, so
+                        // i + 1 is an entry.
+                        let next = unsafe { *text.positions.get_unchecked(i + 1) };
+                        number::is_plain_number(text.src, p, next as usize)
+                    };
+                    if !plain
+                        && !number::number_end(text.src, p)
+                            .is_some_and(|end| ends_scalar(text.src, end))
                     {
                         return Err(error_at(text, ErrorCode::InvalidNumber, i));
                     }

@@ -285,3 +285,37 @@ fn errors_match_the_reference_on_mutated_documents() {
     }
     assert!(rejected > 10_000, "only {rejected} rejected");
 }
+
+/// Numbers of every length, well or badly spelled, in arrays and objects,
+/// followed by a separator, a bracket or whitespace, with and without 32
+/// bytes of text after them (the window the plain-number check needs):
+/// the code and offset of every verdict are the reference's.
+#[test]
+fn numbers_are_checked_alike_at_every_length() {
+    let mut rng = Rng::new(14);
+    let mut rejected = 0;
+    for round in 0..30_000 {
+        let number = if round % 2 == 0 {
+            crate::testing::random_number(&mut rng, 3, 4)
+        } else {
+            let len = 1 + rng.below(36);
+            (0..len)
+                .map(|_| char::from(rng.pick(b"0123456789000-+.eE")))
+                .collect()
+        };
+        let after = rng.pick(&[",1", "", " ", "\n ,2"]);
+        let pad = " ".repeat(rng.pick(&[0, 40]));
+        let text = match rng.below(3) {
+            0 => format!("[{number}{after}]{pad}"),
+            1 => format!("{{\"k\":{number}{after}}}{pad}"),
+            _ => format!("[[{number}]{after}]{pad}"),
+        };
+        let text = text.as_bytes();
+        let want = naive_scan(text)
+            .and_then(|(positions, _)| naive_stage2(text, &positions, DEFAULT_MAX_DEPTH as usize));
+        let got = check(text, &Options::default()).map(|_| ());
+        assert_eq!(got, want, "{:?}", String::from_utf8_lossy(text));
+        rejected += usize::from(want.is_err());
+    }
+    assert!(rejected > 5_000, "only {rejected} rejected");
+}
