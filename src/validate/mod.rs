@@ -486,7 +486,18 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
                     i += 1;
                 }
                 b't' | b'f' | b'n' => {
-                    if !literal::is_valid(text.src, p) {
+                    // As for numbers: with CLOSED, an entry right after a
+                    // literal's last letter is a structural byte or a quote.
+                    let next = if CLOSED {
+                        // SAFETY: with CLOSED, entry i is no bracket, so
+                        // i + 1 is an entry.
+                        unsafe { *text.positions.get_unchecked(i + 1) as usize }
+                    } else {
+                        usize::MAX
+                    };
+                    if !literal::spelled_end(text.src, p)
+                        .is_some_and(|end| end == next || ends_scalar(text.src, end))
+                    {
                         return Err(error_at(text, ErrorCode::InvalidLiteral, i));
                     }
                     i += 1;
