@@ -14,12 +14,14 @@
 //! [`DuplicateKeys::Error`], repeated keys per object ([`duplicates`]).
 //! UTF-8, control characters and string termination were checked by stage 1.
 //!
-//! Stage 2 costs about as much as stage 1, so the loop is kept small: the
-//! innermost container lives in locals, the byte at an entry is read
-//! without a bounds check (stage 1's positions lie inside the text; see
-//! [`validate_unchecked`]), a string is one compare against the offset of
-//! the next escape, and the walk is compiled once per duplicate-key
-//! policy. `docs/architecture.md` has the measured alternatives.
+//! Stage 2 costs about as much as stage 1, so the loop is kept small: one
+//! loop per kind of container, so what may follow a value is known from
+//! where the code is; the innermost container lives in locals; the byte
+//! at an entry is read without a bounds check (stage 1's positions lie
+//! inside the text; see [`validate_unchecked`]), and so is the entry
+//! itself in a text that ends with a bracket (see `walk`); a string is
+//! one compare against the offset of the next escape; and the walk is
+//! compiled once per duplicate-key policy. `docs/architecture.md` has the measured alternatives.
 
 pub mod duplicates;
 pub(crate) mod escapes;
@@ -121,6 +123,11 @@ pub(crate) fn ends_scalar(src: &[u8], at: usize) -> bool {
 
 /// Validates `src` using its stage-1 `index`, filling `index.links`.
 ///
+/// Any index whose offsets lie inside the text is safe here; one that is
+/// not stage 1's for `src` gives some verdict or panics. The walk reads
+/// every entry with a bounds check, unlike [`validate_unchecked`], whose
+/// answers are the same.
+///
 /// # Panics
 ///
 /// If `index.positions` holds an offset past the end of `src`: the index
@@ -138,22 +145,42 @@ pub fn validate(
         index.positions.is_empty() || (last as usize) < src.len(),
         "the index does not belong to this text"
     );
-    // SAFETY: just checked.
-    unsafe { validate_unchecked(src, index, opts, scratch) }
+    // SAFETY: just checked; `false` asks for no more.
+    unsafe { run(src, index, opts, scratch, false) }
 }
 
-/// [`validate`] without its check of the index.
+/// [`validate`] without its check of the index, and with entries read
+/// without bounds checks when the text ends with a closing bracket (see
+/// `walk`).
 ///
 /// # Safety
 ///
-/// Every offset in `index.positions` is below `src.len()`, as it is in
-/// stage 1's output for `src`. The walk reads the byte at each entry
-/// without a bounds check.
+/// `index.positions` and `index.escapes` are stage 1's output for `src`:
+/// every offset is below `src.len()`, and each string's two quotes are
+/// consecutive entries.
 pub unsafe fn validate_unchecked(
     src: &[u8],
     index: &mut Index,
     opts: &Options,
     scratch: &mut Scratch,
+) -> Result<()> {
+    // SAFETY: the caller's promise is `run`'s with `stage1`.
+    unsafe { run(src, index, opts, scratch, true) }
+}
+
+/// [`validate_unchecked`]'s work; `stage1` says whether its whole promise
+/// holds, rather than only the offsets being inside the text.
+///
+/// # Safety
+///
+/// Every offset in `index.positions` is below `src.len()`; with `stage1`,
+/// the index is also stage 1's output for `src`.
+unsafe fn run(
+    src: &[u8],
+    index: &mut Index,
+    opts: &Options,
+    scratch: &mut Scratch,
+    stage1: bool,
 ) -> Result<()> {
     let Index {
         positions,
@@ -168,9 +195,25 @@ pub unsafe fn validate_unchecked(
     scratch.frames.clear();
     scratch.keys.clear();
     let text = Text { src, positions };
-    match opts.duplicate_keys {
-        DuplicateKeys::LastWins => walk::<false>(text, escapes, links, opts.max_depth, scratch),
-        DuplicateKeys::Error => walk::<true>(text, escapes, links, opts.max_depth, scratch),
+    let closed = stage1 && matches!(text.byte(positions.len() - 1), b'}' | b']');
+    let depth = opts.max_depth;
+    // SAFETY: `closed` only when the index is stage 1's and its last entry
+    // is a closing bracket, which is `walk`'s promise for `CLOSED`.
+    unsafe {
+        match (opts.duplicate_keys, closed) {
+            (DuplicateKeys::LastWins, false) => {
+                walk::<false, false>(text, escapes, links, depth, scratch)
+            }
+            (DuplicateKeys::LastWins, true) => {
+                walk::<false, true>(text, escapes, links, depth, scratch)
+            }
+            (DuplicateKeys::Error, false) => {
+                walk::<true, false>(text, escapes, links, depth, scratch)
+            }
+            (DuplicateKeys::Error, true) => {
+                walk::<true, true>(text, escapes, links, depth, scratch)
+            }
+        }
     }
 }
 
@@ -197,6 +240,18 @@ impl Text<'_> {
         self.positions
             .get(i)
             .map_or(self.src.len(), |&p| p as usize)
+    }
+
+    /// The byte at entry `i`, which exists.
+    ///
+    /// # Safety
+    ///
+    /// `i < positions.len()`.
+    #[inline(always)]
+    unsafe fn byte_in(self, i: usize) -> u8 {
+        // SAFETY: i is an entry (the caller's promise), and every position
+        // is below src.len() (see the field).
+        unsafe { self.byte_of(*self.positions.get_unchecked(i)) }
     }
 
     /// The byte at entry `i`, or 0 past the last entry. A 0 in the text
@@ -280,8 +335,22 @@ fn string_escapes(text: Text<'_>, escapes: &[u32], next: &mut usize, end: u32) -
 
 /// The walk; `STRICT` is [`DuplicateKeys::Error`], so that the last-wins
 /// walk carries no key bookkeeping at all.
+///
+/// With `CLOSED`, entries are read without a bounds check except right
+/// after a closing bracket. Every other read is at the entry after one
+/// that is neither the last nor a closing bracket: after a `,`, `[`, `{`
+/// or `:`, after a number or literal (its first byte), after a string's
+/// closing quote (found as the entry after its opening quote), after a
+/// key's opening quote. The last entry being a closing bracket, each of
+/// those is followed by an entry. Only a bracket can close the text, and
+/// the reads after one are checked.
+///
+/// # Safety
+///
+/// With `CLOSED`, the index is stage 1's output for the text (a string's
+/// quotes are consecutive entries) and its last entry is `}` or `]`.
 #[inline(always)]
-fn walk<const STRICT: bool>(
+unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
     text: Text<'_>,
     escapes: &[u32],
     links: &mut [u32],
@@ -306,11 +375,38 @@ fn walk<const STRICT: bool>(
     let mut close = 0u8;
     let mut keys_from = 0u32;
 
+    // The byte at entry `$i`, which (see the function's docs) is an entry
+    // when CLOSED.
+    macro_rules! byte {
+        ($i:expr) => {
+            if CLOSED {
+                // SAFETY: with CLOSED, every use is a read the function's
+                // docs show to be at an entry.
+                unsafe { text.byte_in($i) }
+            } else {
+                text.byte($i)
+            }
+        };
+    }
+
+    // The byte at entry `$i`, or 0 past the last entry.
+    macro_rules! checked_byte {
+        ($i:expr) => {
+            text.byte($i)
+        };
+    }
+
     // Checks the escapes of the string whose opening quote is entry `$i`.
     macro_rules! string {
         ($i:expr) => {{
             let s = $i;
-            let end = text.positions[s + 1];
+            let end = if CLOSED {
+                // SAFETY: with CLOSED, the closing quote is the entry after
+                // the opening one.
+                unsafe { *text.positions.get_unchecked(s + 1) }
+            } else {
+                text.positions[s + 1]
+            };
             if escape_at < end {
                 escape_at = string_escapes(text, escapes, &mut next_escape, end)?;
                 links[s] = 1;
@@ -322,66 +418,179 @@ fn walk<const STRICT: bool>(
     macro_rules! member_key {
         ($i:expr, $missing:expr) => {{
             let k = $i;
-            let positions = text.positions;
-            if k + 2 < n {
-                // SAFETY: k + 2 < n, the number of positions.
-                let (quote, end, colon) = unsafe {
-                    (
-                        text.byte_of(*positions.get_unchecked(k)),
-                        *positions.get_unchecked(k + 1),
-                        text.byte_of(*positions.get_unchecked(k + 2)),
-                    )
-                };
-                if quote != b'"' {
-                    return Err(error_at(text, $missing, k));
-                }
-                if escape_at < end {
-                    escape_at = string_escapes(text, escapes, &mut next_escape, end)?;
-                    links[k] = 1;
-                }
-                if STRICT {
-                    keys.push(k as u32);
-                }
-                if colon != b':' {
-                    return Err(error_at(text, ErrorCode::ExpectedColon, k + 2));
-                }
-            } else {
+            if !CLOSED && k + 2 >= n {
                 return Err(truncated_member(text, escapes, next_escape, $missing, k));
+            }
+            // SAFETY: k is an entry: k + 2 < n, or CLOSED (see the
+            // function's docs).
+            if unsafe { text.byte_in(k) } != b'"' {
+                return Err(error_at(text, $missing, k));
+            }
+            // SAFETY: k + 2 < n, or CLOSED: then entry k opens a string,
+            // the entry after it closes the string and is not the last,
+            // being no bracket, so k + 1 and k + 2 are entries.
+            let (end, colon) = unsafe {
+                let end = *text.positions.get_unchecked(k + 1);
+                (end, text.byte_in(k + 2))
+            };
+            if escape_at < end {
+                escape_at = string_escapes(text, escapes, &mut next_escape, end)?;
+                links[k] = 1;
+            }
+            if STRICT {
+                keys.push(k as u32);
+            }
+            if colon != b':' {
+                return Err(error_at(text, ErrorCode::ExpectedColon, k + 2));
             }
             i = k + 3;
         }};
     }
 
-    // Whether a value ended just before entry i (else entry i must start
-    // one).
-    let mut after = false;
-    loop {
-        let b = text.byte(i);
-        if after {
+    // Entry `i` starts a value of the innermost container: moves `i` past
+    // a string or scalar, or opens a container and goes on with its first
+    // value at `$walk`.
+    macro_rules! value {
+        ($walk:lifetime) => {{
+            // The value's offset and first byte (0 past the last entry).
+            let (p, b) = if CLOSED {
+                // SAFETY: with CLOSED, i is an entry (see the function's
+                // docs).
+                let p = unsafe { *text.positions.get_unchecked(i) };
+                (p as usize, text.byte_of(p))
+            } else {
+                (text.at(i), text.byte(i))
+            };
+            match b {
+                b'"' => {
+                    string!(i);
+                    i += 2;
+                }
+                b'-' | b'0'..=b'9' => {
+                    // With CLOSED, the next entry exists and, when the
+                    // number runs up to it, is a structural byte or a quote
+                    // (a digit, the number's last byte, is followed by no
+                    // scalar start), which may follow a number.
+                    let plain = CLOSED && {
+                        // SAFETY: with CLOSED, entry i is no bracket, so
+                        // i + 1 is an entry.
+                        let next = unsafe { *text.positions.get_unchecked(i + 1) };
+                        number::is_plain_number(text.src, p, next as usize)
+                    };
+                    if !plain
+                        && !number::number_end(text.src, p)
+                            .is_some_and(|end| ends_scalar(text.src, end))
+                    {
+                        return Err(error_at(text, ErrorCode::InvalidNumber, i));
+                    }
+                    i += 1;
+                }
+                b't' | b'f' | b'n' => {
+                    // As for numbers: with CLOSED, an entry right after a
+                    // literal's last letter is a structural byte or a quote.
+                    let next = if CLOSED {
+                        // SAFETY: with CLOSED, entry i is no bracket, so
+                        // i + 1 is an entry.
+                        unsafe { *text.positions.get_unchecked(i + 1) as usize }
+                    } else {
+                        usize::MAX
+                    };
+                    if !literal::spelled_end(text.src, p)
+                        .is_some_and(|end| end == next || ends_scalar(text.src, end))
+                    {
+                        return Err(error_at(text, ErrorCode::InvalidLiteral, i));
+                    }
+                    i += 1;
+                }
+                b'{' | b'[' => {
+                    if frames.len() >= max_depth {
+                        return Err(error_at(text, ErrorCode::DepthExceeded, i));
+                    }
+                    // `{` + 2 is `}`, `[` + 2 is `]`.
+                    let closer = b + 2;
+                    if byte!(i + 1) == closer {
+                        // Empty: its count, links[i + 1], stays 0.
+                        links[i] = (i + 1) as u32;
+                        i += 2;
+                        if CLOSED && i == n && close != 0 {
+                            // The text ends inside a container, where
+                            // the read of the next entry would fail.
+                            return Err(missing_separator(text, close, i));
+                        }
+                    } else {
+                        frames.push(Frame {
+                            open,
+                            count,
+                            close: u32::from(close),
+                            keys_from,
+                        });
+                        open = i as u32;
+                        count = 0;
+                        close = closer;
+                        if STRICT {
+                            keys_from = keys.len() as u32;
+                        }
+                        if closer == b'}' {
+                            member_key!(i + 1, ErrorCode::ExpectedKeyOrBrace);
+                        } else {
+                            i += 1;
+                        }
+                        continue $walk;
+                    }
+                }
+                _ => return Err(missing_value(text, i)),
+            }
+        }};
+    }
+
+    // After a value of the innermost container (closed by `$close`), entry
+    // `i`, read with `$byte`, must continue it: `,` then the next value
+    // (or `"key" :` and it), go on at `$next`; or close it, fall through.
+    macro_rules! separator {
+        ($close:expr, $next:lifetime, $byte:ident) => {{
+            let close = $close;
             count += 1;
+            let b = $byte!(i);
             if b == b',' {
                 if close == b'}' {
                     member_key!(i + 1, ErrorCode::ExpectedKey);
-                    after = false;
-                    continue;
+                    continue $next;
                 }
                 if close == b']' {
                     i += 1;
-                    after = false;
-                    continue;
+                    continue $next;
                 }
             }
             if b != close {
                 return Err(missing_separator(text, close, i));
             }
-            if close == 0 {
-                // The root value ended: only the end of the text may follow
-                // (b is also 0 at a stray 0 byte).
-                if i < n {
-                    return Err(error_at(text, ErrorCode::TrailingContent, i));
-                }
-                return Ok(());
+        }};
+    }
+
+    // The container type is in the code: one loop per kind of container,
+    // each with its own separator check, so a value is followed by one
+    // byte compare and no test of what it was in. Entry i starts a value
+    // of the innermost container.
+    'walk: loop {
+        match close {
+            b'}' => 'object: loop {
+                value!('walk);
+                separator!(b'}', 'object, byte);
+                break;
+            },
+            b']' => 'array: loop {
+                value!('walk);
+                separator!(b']', 'array, byte);
+                break;
+            },
+            _ => {
+                value!('walk);
+                break 'walk;
             }
+        }
+        // Entry i closes the innermost container; the ones it closes in
+        // turn are handled here too.
+        loop {
             if STRICT && close == b'}' {
                 check_keys(text, links, keys, keys_from as usize, duplicates)?;
             }
@@ -393,62 +602,21 @@ fn walk<const STRICT: bool>(
             close = parent.close as u8;
             keys_from = parent.keys_from;
             i += 1;
-            continue;
+            // Past a closing bracket the text may end: a checked read.
+            separator!(close, 'walk, checked_byte);
+            if close == 0 {
+                break 'walk;
+            }
         }
-        // Entry i must start a value.
-        match b {
-            b'"' => {
-                string!(i);
-                i += 2;
-            }
-            b'-' | b'0'..=b'9' => {
-                let p = text.at(i);
-                if !number::number_end(text.src, p).is_some_and(|end| ends_scalar(text.src, end)) {
-                    return Err(error_at(text, ErrorCode::InvalidNumber, i));
-                }
-                i += 1;
-            }
-            b't' | b'f' | b'n' => {
-                if !literal::is_valid(text.src, text.at(i)) {
-                    return Err(error_at(text, ErrorCode::InvalidLiteral, i));
-                }
-                i += 1;
-            }
-            b'{' | b'[' => {
-                if frames.len() >= max_depth {
-                    return Err(error_at(text, ErrorCode::DepthExceeded, i));
-                }
-                // `{` + 2 is `}`, `[` + 2 is `]`.
-                let closer = b + 2;
-                if text.byte(i + 1) == closer {
-                    // Empty: its count, links[i + 1], stays 0.
-                    links[i] = (i + 1) as u32;
-                    i += 2;
-                } else {
-                    frames.push(Frame {
-                        open,
-                        count,
-                        close: u32::from(close),
-                        keys_from,
-                    });
-                    open = i as u32;
-                    count = 0;
-                    close = closer;
-                    if STRICT {
-                        keys_from = keys.len() as u32;
-                    }
-                    if closer == b'}' {
-                        member_key!(i + 1, ErrorCode::ExpectedKeyOrBrace);
-                    } else {
-                        i += 1;
-                    }
-                    continue;
-                }
-            }
-            _ => return Err(missing_value(text, i)),
-        }
-        after = true;
     }
+    // The root value ended: only the end of the text may follow (a stray 0
+    // byte reads as 0 too).
+    if i < n {
+        return Err(error_at(text, ErrorCode::TrailingContent, i));
+    }
+    // Every escape lies in a string, and every string was checked.
+    debug_assert_eq!(escape_at, u32::MAX);
+    Ok(())
 }
 
 /// Rejects the object whose keys are `keys[from..]` if one repeats, then

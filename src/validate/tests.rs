@@ -4,11 +4,21 @@ use super::*;
 use crate::scan;
 use crate::testing::{Rng, mutate, naive_is_valid, naive_scan, naive_stage2, random_json};
 
+/// Stage 1 then stage 2, both ways: [`validate`] (every entry read with a
+/// bounds check) and [`validate_unchecked`] (without, when the text ends
+/// with a bracket), which must agree on the verdict and the links.
 fn check(text: &[u8], opts: &Options) -> Result<Index> {
     let mut index = Index::default();
     scan::scan(text, &mut index)?;
-    validate(text, &mut index, opts, &mut Scratch::default())?;
-    Ok(index)
+    let checked = validate(text, &mut index, opts, &mut Scratch::default());
+    let links = std::mem::take(&mut index.links);
+    // SAFETY: `index` is stage 1's output for `text`.
+    let unchecked = unsafe { validate_unchecked(text, &mut index, opts, &mut Scratch::default()) };
+    assert_eq!(checked, unchecked, "{:?}", String::from_utf8_lossy(text));
+    if checked.is_ok() {
+        assert_eq!(links, index.links, "{:?}", String::from_utf8_lossy(text));
+    }
+    checked.map(|()| index)
 }
 
 fn error_of(text: &str) -> (ErrorCode, usize) {
@@ -93,6 +103,20 @@ fn grammar_errors_name_the_expectation_and_offset() {
         ("[\"a\x01\"]", (ControlCharacter, 3)),
         ("[\"abc", (UnterminatedString, 1)),
         ("[\"\u{e9}\"] \u{0}", (TrailingContent, 7)),
+        // Texts that end with a bracket but not with their root's close
+        // (the walk without bounds checks reads up to such a bracket).
+        ("[[]", (ExpectedCommaOrBracket, 3)),
+        ("{\"a\":{}", (ExpectedCommaOrBrace, 7)),
+        ("[1,[2]", (ExpectedCommaOrBracket, 6)),
+        ("[{\"a\":[]}", (ExpectedCommaOrBracket, 9)),
+        ("{\"a\"]", (ExpectedColon, 4)),
+        ("{\"a\":]", (ExpectedValue, 5)),
+        ("[\"a\",]", (ExpectedValue, 5)),
+        ("[1]]", (TrailingContent, 3)),
+        ("1]", (TrailingContent, 1)),
+        ("\"a\"]", (TrailingContent, 3)),
+        ("{]", (ExpectedKeyOrBrace, 1)),
+        ("[}", (ExpectedValueOrBracket, 1)),
     ] {
         assert_eq!(error_of(doc), want, "{doc:?}");
     }
@@ -260,4 +284,38 @@ fn errors_match_the_reference_on_mutated_documents() {
         }
     }
     assert!(rejected > 10_000, "only {rejected} rejected");
+}
+
+/// Numbers of every length, well or badly spelled, in arrays and objects,
+/// followed by a separator, a bracket or whitespace, with and without 32
+/// bytes of text after them (the window the plain-number check needs):
+/// the code and offset of every verdict are the reference's.
+#[test]
+fn numbers_are_checked_alike_at_every_length() {
+    let mut rng = Rng::new(14);
+    let mut rejected = 0;
+    for round in 0..30_000 {
+        let number = if round % 2 == 0 {
+            crate::testing::random_number(&mut rng, 3, 4)
+        } else {
+            let len = 1 + rng.below(36);
+            (0..len)
+                .map(|_| char::from(rng.pick(b"0123456789000-+.eE")))
+                .collect()
+        };
+        let after = rng.pick(&[",1", "", " ", "\n ,2"]);
+        let pad = " ".repeat(rng.pick(&[0, 40]));
+        let text = match rng.below(3) {
+            0 => format!("[{number}{after}]{pad}"),
+            1 => format!("{{\"k\":{number}{after}}}{pad}"),
+            _ => format!("[[{number}]{after}]{pad}"),
+        };
+        let text = text.as_bytes();
+        let want = naive_scan(text)
+            .and_then(|(positions, _)| naive_stage2(text, &positions, DEFAULT_MAX_DEPTH as usize));
+        let got = check(text, &Options::default()).map(|_| ());
+        assert_eq!(got, want, "{:?}", String::from_utf8_lossy(text));
+        rejected += usize::from(want.is_err());
+    }
+    assert!(rejected > 5_000, "only {rejected} rejected");
 }

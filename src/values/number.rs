@@ -31,6 +31,44 @@ pub fn number_end(src: &[u8], start: usize) -> Option<usize> {
     number_end_bytes(src, start)
 }
 
+/// Whether `src[start..end]` is a JSON number of one of the two commonest
+/// shapes, an integer or a decimal fraction without exponent, of at most
+/// [`WINDOW`] bytes; `false` means "not decided here", and [`number_end`]
+/// decides (an exponent, whitespace before `end`, a wrong spelling, a
+/// number within [`WINDOW`] bytes of the end of the text).
+///
+/// Validation knows where a number ends when it knows where the next
+/// entry of the index starts, so only the spelling is left to check: one
+/// mask of the window's non-digits, cut at the end, must be empty (an
+/// integer) or hold only a point with digits on both sides, which saves
+/// [`number_end`]'s bit scans from each part of the number to the next.
+/// Dense JSON's ids, counts and coordinates take this path.
+#[inline(always)]
+pub fn is_plain_number(src: &[u8], start: usize, end: usize) -> bool {
+    let Some(window) = src.get(start..start + WINDOW) else {
+        return false;
+    };
+    let window: &[u8; WINDOW] = window.try_into().expect("WINDOW bytes");
+    let len = end.wrapping_sub(start);
+    if len > WINDOW {
+        return false;
+    }
+    let sign = usize::from(window[0] == b'-');
+    // The number's bytes that are no digit, its sign aside.
+    let odd = non_digits(window) & ((1u64 << len) - 1) & !(sign as u64);
+    // A leading 0 is the whole integer part.
+    let zero = window[sign] == b'0';
+    if odd == 0 {
+        return len > sign && (!zero || len == sign + 1);
+    }
+    let point = odd.trailing_zeros() as usize;
+    odd & (odd - 1) == 0
+        && window[point % WINDOW] == b'.'
+        && point > sign
+        && point + 1 < len
+        && (!zero || point == sign + 1)
+}
+
 /// Bytes [`number_end`] decides at once: coordinates (`-65.613616999999977`)
 /// and 64-bit ids fit.
 const WINDOW: usize = 32;
@@ -1093,6 +1131,77 @@ mod tests {
         }
         for window in [[b'7'; WINDOW], [b'0'; WINDOW]] {
             assert_eq!(end_in_window(&window), None);
+        }
+    }
+
+    /// Every spelling `is_plain_number` accepts is a whole number by
+    /// `number_end`'s reading, on random spellings cut at every length,
+    /// with the end of the text at every distance after them; it accepts
+    /// every integer and fraction of up to the window's size.
+    #[test]
+    fn plain_numbers_are_whole_numbers() {
+        let mut rng = crate::testing::Rng::new(8);
+        let alphabet = b"0123456789000-.eE ,x";
+        let mut accepted = 0;
+        for round in 0..200_000 {
+            let mut text: Vec<u8> = if round % 2 == 0 {
+                crate::testing::random_number(&mut rng, 2, 8).into_bytes()
+            } else {
+                let len = rng.below(WINDOW + 8);
+                (0..len).map(|_| rng.pick(alphabet)).collect()
+            };
+            let end = text.len();
+            let pad = rng.below(WINDOW + 2);
+            // What follows cannot go on with a number (in an index, the
+            // next entry: a structural byte or a quote).
+            text.extend((0..pad).map(|_| rng.pick(b",]\" x")));
+            if is_plain_number(&text, 0, end) {
+                accepted += 1;
+                assert_eq!(
+                    number_end(&text, 0),
+                    Some(end),
+                    "{:?} to {end}",
+                    String::from_utf8_lossy(&text)
+                );
+            }
+        }
+        assert!(accepted > 10_000, "only {accepted} accepted");
+        for len in 1..=WINDOW {
+            for sign in ["", "-"] {
+                for point in 0..len {
+                    let mut number = sign.as_bytes().to_vec();
+                    number.extend((0..len).map(|k| b'1' + (k % 9) as u8));
+                    if point > 0 && point + 1 < len {
+                        number[sign.len() + point] = b'.';
+                    }
+                    let end = number.len();
+                    number.resize(end + WINDOW, b',');
+                    let shown = String::from_utf8_lossy(&number[..end]).into_owned();
+                    assert_eq!(is_plain_number(&number, 0, end), end <= WINDOW, "{shown}");
+                }
+            }
+        }
+        for (text, want) in [
+            ("0,", true),
+            ("-0,", true),
+            ("0.5,", true),
+            ("-0.05,", true),
+            ("01,", false),
+            ("-01,", false),
+            ("00.5,", false),
+            ("1.,", false),
+            (".5,", false),
+            ("-.5,", false),
+            ("-,", false),
+            ("1.2.3,", false),
+            ("1e5,", false),
+            ("1 ,", false),
+            ("1x,", false),
+        ] {
+            let mut src = text.as_bytes().to_vec();
+            let end = src.len() - 1;
+            src.resize(end + WINDOW + 1, b' ');
+            assert_eq!(is_plain_number(&src, 0, end), want, "{text}");
         }
     }
 
