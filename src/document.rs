@@ -81,7 +81,9 @@ impl<'a> Document<'a> {
         self.load_by(src, opts, |src, index| scan::scan_with(kernel, src, index))
     }
 
-    /// [`Document::load`] with `stage1` as stage 1.
+    /// [`Document::load`] with `stage1` as stage 1, which must be one of
+    /// stage 1's kernels (`scan::scan` or `scan::scan_with`):
+    /// validation reads the index it fills without bounds checks.
     #[inline(always)]
     fn load_by(
         &mut self,
@@ -92,7 +94,9 @@ impl<'a> Document<'a> {
         self.unload();
         let held = self.retained_bytes();
         let parsed = stage1(src, &mut self.index).and_then(|()| {
-            // SAFETY: stage 1 records offsets of bytes of `src` only.
+            // SAFETY: `stage1` is stage 1 (see above), so the index is its
+            // output for `src`: offsets of bytes of `src`, each string's
+            // quotes consecutive entries.
             unsafe { validate::validate_unchecked(src, &mut self.index, opts, &mut self.walk) }
         });
         self.grown = self.retained_bytes().saturating_sub(held);
