@@ -31,7 +31,7 @@ local lazy = require("qjson.lazy")
 local C = qffi.C
 local null = qffi.null
 local DELETED = lazy.DELETED
-local SRC, CHANGES, EDITS = lazy.SRC, lazy.CHANGES, lazy.EDITS
+local SRC, CHANGES, EDITS, ROOT_REC = lazy.SRC, lazy.CHANGES, lazy.EDITS, lazy.ROOT_REC
 local cursor_of = lazy.cursor_of
 local ffi_string = ffi.string
 local ffi_cast = ffi.cast
@@ -119,10 +119,10 @@ local function record_edits(list, ptr, base, rec, R)
         -- Members replaced, in a source without repeated keys: where they
         -- are is known since their first writes (the first outside the
         -- loop, see edits_of).
-        local writes, set, depth = rec.writes, rec.set, rec.depth
-        list[#list + 1] = { writes[1], writes[2], set[writes[3]], depth }
-        for j = 4, #writes, 3 do
-            list[#list + 1] = { writes[j], writes[j + 1], set[writes[j + 2]], depth }
+        local set, depth = rec.set, rec.depth
+        list[#list + 1] = { rec[1], rec[2], set[rec[3]], depth }
+        for j = 4, #rec, 3 do
+            list[#list + 1] = { rec[j], rec[j + 1], set[rec[j + 2]], depth }
         end
     elseif code >= 0 then
         object_edits(list, ptr, base, cursor_of(code), rec, R)
@@ -144,16 +144,17 @@ local function edits_of(st, R)
     if list then return list end
     local ptr = lazy.live_ptr(st)
     local base = ffi_cast(char_ptr, st[SRC])
-    local changes = st[CHANGES]
     list = new_tab(2, 0)
-    -- Mostly one record: a loop entered often that runs once is one
-    -- LuaJIT stops compiling (its traces keep leaving it), and what it
-    -- calls would then run interpreted.
-    local n = #changes
-    if n == 1 then
-        record_edits(list, ptr, base, changes[1], R)
-    else
-        for i = 1, n do
+    -- Mostly the root's record alone: a loop entered often that runs once
+    -- is one LuaJIT stops compiling (its traces keep leaving it), and what
+    -- it calls would then run interpreted.
+    local root_rec = st[ROOT_REC]
+    if root_rec then
+        record_edits(list, ptr, base, root_rec, R)
+    end
+    local changes = st[CHANGES]
+    if changes then
+        for i = 1, #changes do
             record_edits(list, ptr, base, changes[i], R)
         end
     end
@@ -182,9 +183,8 @@ _M.first_at = first_at
 -- Whether the proxy (code `code`) of state st, or anything inside it, was
 -- changed, through reader R.
 function _M.changed(st, proxy, code, R)
-    local changes = st[CHANGES]
-    if not changes then return false end
-    if changes[proxy] then return true end
+    if not lazy.has_changes(st) then return false end
+    if lazy.record_of(st, proxy, code) then return true end
     local from, to = lazy.source_span(st, lazy.live_ptr(st), cursor_of(code), R)
     -- Edits starting on `from` replace the proxy: they are its parent's.
     local list = edits_of(st, R)

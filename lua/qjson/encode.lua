@@ -25,7 +25,8 @@ local MAIN = qffi.main
 local null = qffi.null
 local proxy_info = lazy.proxy_info
 local DELETED = lazy.DELETED
-local SRC, CHANGES = lazy.SRC, lazy.CHANGES
+local SRC = lazy.SRC
+local has_changes = lazy.has_changes
 local empty_array_mt = lazy.empty_array_mt
 local live_ptr = lazy.live_ptr
 local source_span = lazy.source_span
@@ -414,8 +415,7 @@ local function put_proxy(st, code, depth)
     local ptr = live_ptr(st)
     local base = ffi_cast(char_ptr, st[SRC])
     local from, to = source_span(st, ptr, cursor_of(code), reader)
-    local changes = st[CHANGES]
-    if changes then
+    if has_changes(st) then
         local list = edits_of(st, reader)
         local e = list[first_edit(list, from + 1)]
         if e and e[1] < to then
@@ -486,7 +486,7 @@ end
 -- edits applied, so the whitespace around its root value stays.
 local function put_top(v)
     local st, code = proxy_info(v)
-    if st and (code == 0 or code == -1) and st[CHANGES] then
+    if st and (code == 0 or code == -1) and has_changes(st) then
         enter_table(1)
         local src = st[SRC]
         put_source(ffi_cast(char_ptr, src), edits_of(st, reader), 0, -1, #src, 1, 0)
@@ -522,7 +522,7 @@ end
 -- The Lua encoder: every value, proxies included.
 local function lua_encode(v)
     local st, code = proxy_info(v)
-    if st and not st[CHANGES] and (code == 0 or code == -1) then
+    if st and (code == 0 or code == -1) and not has_changes(st) then
         -- An untouched whole document is its own text.
         return st[SRC]
     end

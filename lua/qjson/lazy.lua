@@ -2,7 +2,7 @@
 --
 -- A proxy is an empty Lua table. What qjson knows about it lives in its
 -- metatable, which every proxy of one document shares: the document's
--- *state*. Its fields are seven array slots, which LuaJIT allocates
+-- *state*. Its fields are eight array slots, which LuaJIT allocates
 -- with the table itself (named fields and a separate registry table cost
 -- about 1000 more instructions of allocation and collection for a small
 -- document and one read of a container in it):
@@ -10,7 +10,10 @@
 --   [PTR]         the native document's address (see lua/qjson/doc.lua),
 --                 false once freed
 --   [SRC]         the text, which the native document borrows
---   [CHANGES]     the change records, false before the first write
+--   [ROOT_REC]    the root proxy's change record, false before its
+--                 first write
+--   [CHANGES]     the other proxies' change records, false before the
+--                 first of them (see `record`)
 --   [EDITS]       the edits made from them, false until asked for
 --   [CHILD], [CHILD_CODE]
 --                 the first proxy made for a container inside the root,
@@ -37,8 +40,8 @@
 -- (one call, which also brings the type), never cached: a cache table per
 -- proxy cost more than the reads it saved.
 --
--- Writes: the first write to a proxy gives it a change record in
--- `st[CHANGES]` (see `record`); qjson.encode and qjson.materialize turn
+-- Writes: the first write to a proxy gives it a change record (see
+-- `record`); qjson.encode and qjson.materialize turn
 -- the records into edits of the source text (lua/qjson/edits.lua).
 
 local ffi = require("ffi")
@@ -89,8 +92,8 @@ local _M = {}
 
 -- The slots of a state (see the top of the file).
 local PTR = docs.PTR
-local SRC, CHANGES, EDITS, REG, CHILD, CHILD_CODE = 2, 3, 4, 5, 6, 7
-_M.SRC, _M.CHANGES, _M.EDITS = SRC, CHANGES, EDITS
+local SRC, CHANGES, EDITS, REG, CHILD, CHILD_CODE, ROOT_REC = 2, 3, 4, 5, 6, 7, 8
+_M.SRC, _M.CHANGES, _M.EDITS, _M.ROOT_REC = SRC, CHANGES, EDITS, ROOT_REC
 
 -- Stored in a change record for a value that was deleted.
 local DELETED = setmetatable({}, { __tostring = function() return "qjson.deleted" end })
@@ -209,6 +212,22 @@ local function fetch(st, ptr, code, k, R)
     return v
 end
 
+-- The change record of the proxy with `code` of state st, or a false
+-- value. Only the root has code st.rc (a child's code holds its depth).
+local function record_of(st, proxy, code)
+    if code == st.rc then
+        return st[ROOT_REC]
+    end
+    local changes = st[CHANGES]
+    return changes and changes[proxy]
+end
+_M.record_of = record_of
+
+-- Whether any proxy of state st has a change record.
+function _M.has_changes(st)
+    return (st[ROOT_REC] or st[CHANGES]) and true or false
+end
+
 -- What proxy's change record says about key or index k: the value
 -- written (nil for a deleted one) and true, or nothing when k is as in
 -- the source.
@@ -229,8 +248,7 @@ end
 -- reader R's section (for code that already holds one: encode,
 -- materialize).
 local function get(st, proxy, code, k, R)
-    local changes = st[CHANGES]
-    local rec = changes and changes[proxy]
+    local rec = record_of(st, proxy, code)
     if rec then
         local v, done = written(rec, code, k)
         if done then return v end
@@ -245,13 +263,10 @@ _M.get = get
 local function proxy_index(proxy, k)
     local st = getmetatable(proxy)
     local code = code_of(st, proxy)
-    local changes = st[CHANGES]
-    if changes then
-        local rec = changes[proxy]
-        if rec then
-            local v, done = written(rec, code, k)
-            if done then return v end
-        end
+    local rec = record_of(st, proxy, code)
+    if rec then
+        local v, done = written(rec, code, k)
+        if done then return v end
     end
     local address = st[PTR]
     if not address then error(FREED, 2) end
@@ -309,24 +324,20 @@ _M.depth_of = depth_of
 -- the current element count of an array (`n0` its source count) and the
 -- key count of an object once asked for (false until then), kept up to
 -- date. An object is `simple` while every write replaced a member of a
--- source without repeated keys: `writes` then lists where each such
--- value is (start, end and key, three entries per write, in the order
--- first written), and the encoder needs nothing more
--- (lua/qjson/edits.lua). Eight fields, so that a record's hash part is
--- eight slots: a ninth doubled it, and copying it cost a change about 400
--- instructions. `st[CHANGES]` maps
--- proxies to their records and lists the records (1..n), so that going
--- over them is a numeric loop, which compiles. Every write drops the
--- document's edits (`st[EDITS]`), made again when next needed.
+-- source without repeated keys: the record's array part then lists where
+-- each such value is (start, end and key, three entries per write, in the
+-- order first written), and the encoder needs nothing more
+-- (lua/qjson/edits.lua). Seven fields, so that a record's hash part is
+-- eight slots (a ninth doubled it, and copying it cost a change about 400
+-- instructions), and the first write's entries in slots made with the
+-- record: every table a change makes costs it an allocation and a free.
+-- The root's record is the state's [ROOT_REC]; `st[CHANGES]` maps
+-- proxies other than the root to their records and lists them (1..n),
+-- so that going over them is a numeric loop, which compiles. Every write
+-- drops the document's edits (`st[EDITS]`), made again when next needed.
 local function record(st, proxy, code, level)
     st[EDITS] = false
-    local changes = st[CHANGES]
-    if not changes then
-        -- (Presized, as the tables below: growing an empty table rehashes.)
-        changes = new_tab(1, 1)
-        st[CHANGES] = changes
-    end
-    local rec = changes[proxy]
+    local rec = record_of(st, proxy, code)
     if rec then return rec end
     local address = st[PTR]
     if not address then error(FREED, level + 1) end
@@ -342,12 +353,21 @@ local function record(st, proxy, code, level)
         simple = tonumber(v.i64) == tonumber(v.len)
     end
     leave(R)
-    rec = { code = code, set = code >= 0 and new_tab(0, 1) or new_tab(1, 0), added = false,
-            n = false, n0 = false, depth = depth, simple = simple,
-            writes = code >= 0 and new_tab(3, 0) }
+    -- (Presized, as `set` and `changes`: growing an empty table rehashes.)
+    rec = { nil, nil, nil, code = code, set = code >= 0 and new_tab(0, 1) or new_tab(1, 0),
+            added = false, n = false, n0 = false, depth = depth, simple = simple }
     if code < 0 then
         local n = source_len(ptr, cursor)
         rec.n, rec.n0 = n, n
+    end
+    if code == st.rc then
+        st[ROOT_REC] = rec
+        return rec
+    end
+    local changes = st[CHANGES]
+    if not changes then
+        changes = new_tab(1, 1)
+        st[CHANGES] = changes
     end
     changes[proxy] = rec
     changes[#changes + 1] = rec
@@ -385,9 +405,8 @@ local function proxy_newindex(proxy, k, v)
             local from, to = member_span(st, ffi_cast(DOC_PTR, address), cursor_of(code), k)
             had = from ~= nil
             if had then
-                local writes = rec.writes
-                local w = #writes
-                writes[w + 1], writes[w + 2], writes[w + 3] = from, to, k
+                local w = #rec
+                rec[w + 1], rec[w + 2], rec[w + 3] = from, to, k
             else
                 local added = rec.added
                 if not added then
@@ -473,8 +492,7 @@ local function object_iter(st, proxy, code, R)
     if not R then leave(r) end
     local i, added_i = 0, 0
     return function()
-        local changes = st[CHANGES]
-        local rec = changes and changes[proxy]
+        local rec = record_of(st, proxy, code)
         while i < #entries do
             i = i + 1
             address = st[PTR]
@@ -517,8 +535,7 @@ end
 -- `code`) of state st: natively while nothing was written; once written,
 -- kept by the change record (counted once for an object, by iterating).
 local function proxy_len(st, proxy, code)
-    local changes = st[CHANGES]
-    local rec = changes and changes[proxy]
+    local rec = record_of(st, proxy, code)
     if code < 0 then
         if rec then return rec.n end
     elseif rec then
@@ -720,14 +737,14 @@ function _M.root(ptr, text, bytes)
     end
     local address = address_of(ptr)
     local rc = t == T_OBJECT and 0 or -1
-    -- [PTR], [SRC], [CHANGES], [EDITS], [REG], [CHILD], [CHILD_CODE]
+    -- [PTR], [SRC], [CHANGES], [EDITS], [REG], [CHILD], [CHILD_CODE], [ROOT_REC]
     local st
     if COMPAT then
-        st = { address, text, false, false, false, false, 0, rc = rc,
+        st = { address, text, false, false, false, false, 0, false, rc = rc,
                __index = proxy_index, __newindex = proxy_newindex, __len = proxy_len_mm,
                __pairs = proxy_pairs, __ipairs = proxy_ipairs }
     else
-        st = { address, text, false, false, false, false, 0, rc = rc,
+        st = { address, text, false, false, false, false, 0, false, rc = rc,
                __index = proxy_index, __newindex = proxy_newindex }
     end
     local root = setmetatable({}, st)

@@ -16,7 +16,6 @@ local tape_value = lazy.tape_value
 local get = lazy.get
 local object_iter = lazy.object_iter
 local empty_array_mt = lazy.empty_array_mt
-local CHANGES = lazy.CHANGES
 local changed = edits.changed
 local new_tab = require("table.new")
 local setmetatable = setmetatable
@@ -41,7 +40,7 @@ local function materialize_level(v, R)
             return tape_value(ptr, cursor, R)
         end
         if code < 0 then
-            local rec = st[CHANGES][v]
+            local rec = lazy.record_of(st, v, code)
             local n = rec and rec.n
             if not n then
                 C.qjson_len(ptr, cursor, nil, 0, R)
