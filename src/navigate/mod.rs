@@ -217,9 +217,24 @@ impl<'a> Tree<'a> {
             ValueType::String => self.positions[e as usize + 1] as usize + 1,
             ValueType::True | ValueType::Null => start + 4,
             ValueType::False => start + 5,
-            ValueType::Number => number_end(self.src, start).unwrap_or(start),
+            ValueType::Number => self.number_end(e, start),
         };
         start..end
+    }
+
+    /// Where the number at entry `e`, starting at byte `start`, ends. A
+    /// number ends with a digit, and only whitespace can come between it
+    /// and the next entry: when the byte before that entry is a digit (the
+    /// usual `1,`, `1}`), the number ends there, with no byte of it read.
+    #[inline]
+    fn number_end(&self, e: u32, start: usize) -> usize {
+        if let Some(&next) = self.positions.get(e as usize + 1) {
+            let next = next as usize;
+            if next > start && self.src.get(next - 1).is_some_and(u8::is_ascii_digit) {
+                return next;
+            }
+        }
+        number_end(self.src, start).unwrap_or(start)
     }
 }
 
@@ -263,6 +278,38 @@ mod tests {
                 let mut b = a.clone();
                 b[at] ^= 0x20;
                 assert!(!super::same_bytes(&a, &b), "length {n}, byte {at}");
+            }
+        }
+    }
+
+    #[test]
+    fn raw_numbers_end_where_they_end_whatever_follows() {
+        for number in [
+            "0",
+            "7",
+            "-12",
+            "3.25",
+            "1e5",
+            "-0.5E-3",
+            "12345678901234567890",
+        ] {
+            for (before, after) in [
+                ("[", "]"),
+                ("[", ",1]"),
+                ("[", " ]"),
+                ("[", "\n,1]"),
+                ("{\"k\":", "}"),
+                ("{\"k\":", " }"),
+                ("{\"k\":", ",\"j\":2}"),
+                ("", ""),
+                (" ", " "),
+            ] {
+                let text = format!("{before}{number}{after}");
+                let doc = Document::parse(text.as_bytes(), &Options::default()).unwrap();
+                let tree = doc.tree();
+                let offset = before.len() as u32;
+                let at = tree.positions.iter().position(|&p| p == offset).unwrap() as u32;
+                assert_eq!(&text.as_bytes()[tree.raw(at)], number.as_bytes(), "{text}");
             }
         }
     }
