@@ -583,7 +583,37 @@ local function timed(fn, texts, calls)
     return loop(fn, texts, calls)
 end
 
--- Times the libraries `fns` (name -> function of one text) side by side:
+-- This file's functions: the workloads and the shape functions they call.
+local THIS_FILE = debug.getinfo(1, "S").source
+
+-- A copy of this file's function `fn` with bytecode of its own, and so
+-- traces of its own. A workload of one library and the shape functions it
+-- calls (`read`, a change) share their bytecode with the other libraries'
+-- when made from the same source: LuaJIT compiles them for whichever ran
+-- first and sends the others through side exits, as the shared timing
+-- loop did (see TIMED_LOOP). Function upvalues of this file are copied the
+-- same way (`copies` keeps one copy per function); every other upvalue
+-- stays shared with `fn`.
+local function own(fn, copies)
+    copies = copies or {}
+    if copies[fn] then return copies[fn] end
+    local info = debug.getinfo(fn, "Su")
+    if info.source ~= THIS_FILE then return fn end
+    local copy = assert(loadstring(string.dump(fn), THIS_FILE))
+    copies[fn] = copy
+    for i = 1, info.nups do
+        local _, value = debug.getupvalue(fn, i)
+        if type(value) == "function" and debug.getinfo(value, "S").source == THIS_FILE then
+            debug.setupvalue(copy, i, own(value, copies))
+        else
+            debug.upvaluejoin(copy, i, fn, i)
+        end
+    end
+    return copy
+end
+
+-- Times the libraries `checked` (name -> function of one text, checked
+-- against cjson; each timed as its own copy, see `own`) side by side:
 -- each is warmed up (WARMUP calls, or fewer when they take over a
 -- second: a call over a big body runs its inner loops often enough to
 -- compile) and given enough calls for a round of about ROUND_SECONDS;
@@ -591,11 +621,12 @@ end
 -- rotates, so a slow spell of the shared machine falls on all of them
 -- alike. Returns, per library, ops/s (median, min, max) and the Lua heap
 -- growth over its rounds in KB.
-local function measure(fns, texts)
+local function measure(checked, texts)
     local n = #texts
-    local libs, calls = {}, {}
+    local libs, calls, fns = {}, {}, {}
     for _, lib in ipairs(LIBRARIES) do
-        local fn = fns[lib]
+        local fn = checked[lib] and own(checked[lib])
+        fns[lib] = fn
         if fn then
             libs[#libs + 1] = lib
             local warm_until = now() + WARMUP_SECONDS
