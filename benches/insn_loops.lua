@@ -36,6 +36,16 @@ local workloads = {
         t.order_id = "B-" .. k
         return #lib.encode(t)
     end,
+    ["tool-nested"] = function(lib, k)
+        local t = lib.decode(TOOL)
+        t.options.max_items = k
+        return #lib.encode(t)
+    end,
+    ["tool-add"] = function(lib, k)
+        local t = lib.decode(TOOL)
+        t.x_gateway = k
+        return #lib.encode(t)
+    end,
     ["tool-eager"] = function(lib, k)
         local t = lib.eager(TOOL)
         return #t.order_id + k
