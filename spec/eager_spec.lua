@@ -181,6 +181,31 @@ describe("eager decode through the Lua C API", function()
         assert.is_table(native(nested(3000)))
     end)
 
+    it("holds a full chunk at every level within the stack it asks for", function()
+        -- Each container asks for room for a chunk of values when it opens
+        -- (src/lua_api/eager.rs): here every level holds 63 members and
+        -- the 64th opens the next, 60 levels deep, then the same in arrays;
+        -- in a new coroutine, whose stack starts small. (LuaJIT's pushes
+        -- grow the stack themselves, so a short reservation shows only
+        -- under PUC Lua's API checks; the values are checked here.)
+        local function wide(depth, object)
+            local parts = {}
+            for i = 1, 63 do
+                parts[i] = object and ('"k%d":"v%d"'):format(i, i) or ('"v%d"'):format(i)
+            end
+            local open = object and '{' .. table.concat(parts, ",") .. ',"next":'
+                or '[' .. table.concat(parts, ",") .. ','
+            local close = object and '}' or ']'
+            return string.rep(open, depth) .. "1" .. string.rep(close, depth)
+        end
+        for _, object in ipairs({ true, false }) do
+            local text = wide(60, object)
+            local t = coroutine.wrap(c_decode)(text, 1000, 0, qjson.null, qjson.empty_array_mt)
+            assert.is_table(t)
+            assert(same(t, via_ffi(text)))
+        end
+    end)
+
     it("survives finalizers that decode while it builds", function()
         -- Garbage with finalizers that decode eagerly: the collector runs
         -- them from allocations inside the native build.
