@@ -165,6 +165,21 @@ describe("eager decode through the Lua C API", function()
         assert.matches("max_depth must be an integer", err)
     end)
 
+    it("tells options beside lazy without table.nkeys too", function()
+        -- lua/qjson.lua counts the options with OpenResty's table.nkeys
+        -- where LuaJIT has it, with `next` elsewhere: load it without.
+        local saved_qjson, saved_nkeys = package.loaded.qjson, package.loaded["table.nkeys"]
+        package.loaded.qjson, package.loaded["table.nkeys"] = nil, nil
+        package.preload["table.nkeys"] = function() error("no table.nkeys") end
+        local ok, plain = pcall(require, "qjson")
+        package.preload["table.nkeys"] = nil
+        package.loaded.qjson, package.loaded["table.nkeys"] = saved_qjson, saved_nkeys
+        assert(ok, plain)
+        assert.equal(2, plain.decode('{"a":[1,2]}', EAGER).a[2])
+        assert.has_error(function() plain.decode("[]", { lazy = false, max_dpeth = 3 }) end)
+        assert.has_error(function() plain.decode("[[1]]", { lazy = false, max_depth = 1 }) end)
+    end)
+
     it("leaves nesting deeper than the Lua stack to the FFI builder", function()
         local deep = nested(20000)
         local function native(s)
