@@ -165,6 +165,21 @@ describe("eager decode through the Lua C API", function()
         assert.matches("max_depth must be an integer", err)
     end)
 
+    it("tells options beside lazy without table.nkeys too", function()
+        -- lua/qjson.lua counts the options with OpenResty's table.nkeys
+        -- where LuaJIT has it, with `next` elsewhere: load it without.
+        local saved_qjson, saved_nkeys = package.loaded.qjson, package.loaded["table.nkeys"]
+        package.loaded.qjson, package.loaded["table.nkeys"] = nil, nil
+        package.preload["table.nkeys"] = function() error("no table.nkeys") end
+        local ok, plain = pcall(require, "qjson")
+        package.preload["table.nkeys"] = nil
+        package.loaded.qjson, package.loaded["table.nkeys"] = saved_qjson, saved_nkeys
+        assert(ok, plain)
+        assert.equal(2, plain.decode('{"a":[1,2]}', EAGER).a[2])
+        assert.has_error(function() plain.decode("[]", { lazy = false, max_dpeth = 3 }) end)
+        assert.has_error(function() plain.decode("[[1]]", { lazy = false, max_depth = 1 }) end)
+    end)
+
     it("leaves nesting deeper than the Lua stack to the FFI builder", function()
         local deep = nested(20000)
         local function native(s)
@@ -179,6 +194,31 @@ describe("eager decode through the Lua C API", function()
         assert.same({ 20000, 1 }, { depth, t })
         -- Within the stack it builds the whole thing itself.
         assert.is_table(native(nested(3000)))
+    end)
+
+    it("holds a full chunk at every level within the stack it asks for", function()
+        -- Each container asks for room for a chunk of values when it opens
+        -- (src/lua_api/eager.rs): here every level holds 63 members and
+        -- the 64th opens the next, 60 levels deep, then the same in arrays;
+        -- in a new coroutine, whose stack starts small. (LuaJIT's pushes
+        -- grow the stack themselves, so a short reservation shows only
+        -- under PUC Lua's API checks; the values are checked here.)
+        local function wide(depth, object)
+            local parts = {}
+            for i = 1, 63 do
+                parts[i] = object and ('"k%d":"v%d"'):format(i, i) or ('"v%d"'):format(i)
+            end
+            local open = object and '{' .. table.concat(parts, ",") .. ',"next":'
+                or '[' .. table.concat(parts, ",") .. ','
+            local close = object and '}' or ']'
+            return string.rep(open, depth) .. "1" .. string.rep(close, depth)
+        end
+        for _, object in ipairs({ true, false }) do
+            local text = wide(60, object)
+            local t = coroutine.wrap(c_decode)(text, 1000, 0, qjson.null, qjson.empty_array_mt)
+            assert.is_table(t)
+            assert(same(t, via_ffi(text)))
+        end
     end)
 
     it("survives finalizers that decode while it builds", function()
