@@ -45,7 +45,7 @@ use crate::index::Index;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kernel {
-    /// Portable, eight bytes at a time in `u64` words.
+    /// Portable: each block bit-sliced into eight `u64` planes.
     Scalar = 1,
     /// AVX2 + PCLMULQDQ, 64 bytes per step.
     Avx2 = 2,
