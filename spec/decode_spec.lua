@@ -149,6 +149,31 @@ describe("qjson.decode", function()
             assert.truthy(out:find('"usage": { "total_tokens": 9007199254740993 }', 1, true))
             assert.truthy(out:find('{ "type": "text", "text": "be brief" }', 1, true))
         end)
+        -- The first changed proxy other than the root keeps its record alone
+        -- in the state, the next ones turn that into a table of records
+        -- (lua/qjson/lazy.lua): every step reads and encodes what was written.
+        it("keeps every changed container's writes, one after another", function()
+            local text = '{"a":{"x":1},"b":[1,2],"c":{"y":{"z":3}},"r":0}'
+            local expected = cjson.decode(text)
+            local t = qjson.decode(text)
+            local steps = {
+                function(v) v.a.x = 10 end,
+                function(v) v.b[3] = 30 end,
+                function(v) v.r = "root" end,
+                function(v) v.c.y.z = nil end,
+                function(v) v.a.w = true end,
+                function(v) v.b[3] = nil end,
+            }
+            for i, step in ipairs(steps) do
+                step(t)
+                step(expected)
+                assert.same(expected, cjson.decode(qjson.encode(t)), "step " .. i)
+                assert.same(expected, qjson.materialize(t), "step " .. i)
+            end
+            assert.equal(10, t.a.x)
+            assert.is_nil(t.b[3])
+            assert.is_nil(t.c.y.z)
+        end)
         it("deleting a duplicated key removes every occurrence", function()
             local t = qjson.decode('{"model":"a","x":1,"model":"b"}')
             t.model = nil

@@ -154,8 +154,13 @@ local function edits_of(st, R)
     end
     local changes = st[CHANGES]
     if changes then
-        for i = 1, #changes do
-            record_edits(list, ptr, base, changes[i], R)
+        if changes.proxy then
+            -- One record (see lua/qjson/lazy.lua's `record`).
+            record_edits(list, ptr, base, changes, R)
+        else
+            for i = 1, #changes do
+                record_edits(list, ptr, base, changes[i], R)
+            end
         end
     end
     if #list > 1 then table_sort(list, by_from) end

@@ -13,7 +13,8 @@
 --   [ROOT_REC]    the root proxy's change record, false before its
 --                 first write
 --   [CHANGES]     the other proxies' change records, false before the
---                 first of them (see `record`)
+--                 first of them, then that record alone, then a table
+--                 of them (see `record`)
 --   [EDITS]       the edits made from them, false until asked for
 --   [CHILD], [CHILD_CODE]
 --                 the first proxy made for a container inside the root,
@@ -219,7 +220,11 @@ local function record_of(st, proxy, code)
         return st[ROOT_REC]
     end
     local changes = st[CHANGES]
-    return changes and changes[proxy]
+    if not changes or changes.proxy == proxy then
+        return changes
+    end
+    -- (A lone record has no proxy keys: nil for any other proxy.)
+    return changes[proxy]
 end
 _M.record_of = record_of
 
@@ -327,13 +332,16 @@ _M.depth_of = depth_of
 -- source without repeated keys: the record's array part then lists where
 -- each such value is (start, end and key, three entries per write, in the
 -- order first written), and the encoder needs nothing more
--- (lua/qjson/edits.lua). Seven fields, so that a record's hash part is
+-- (lua/qjson/edits.lua); a record other than the root's also keeps
+-- `proxy`, its own. At most eight fields, so that a record's hash part is
 -- eight slots (a ninth doubled it, and copying it cost a change about 400
 -- instructions), and the first write's entries in slots made with the
 -- record: every table a change makes costs it an allocation and a free.
--- The root's record is the state's [ROOT_REC]; `st[CHANGES]` maps
--- proxies other than the root to their records and lists them (1..n),
--- so that going over them is a numeric loop, which compiles. Every write
+-- The root's record is the state's [ROOT_REC]. The first other proxy's
+-- record is `st[CHANGES]` itself (its `proxy` says whose: a nested change
+-- makes no table for a map); with a second, `st[CHANGES]` maps proxies
+-- other than the root to their records and lists them (1..n), so that
+-- going over them is a numeric loop, which compiles. Every write
 -- drops the document's edits (`st[EDITS]`), made again when next needed.
 local function record(st, proxy, code, level)
     st[EDITS] = false
@@ -354,8 +362,16 @@ local function record(st, proxy, code, level)
     end
     leave(R)
     -- (Presized, as `set` and `changes`: growing an empty table rehashes.)
-    rec = { nil, nil, nil, code = code, set = code >= 0 and new_tab(0, 1) or new_tab(1, 0),
-            added = false, n = false, n0 = false, depth = depth, simple = simple }
+    local set = code >= 0 and new_tab(0, 1) or new_tab(1, 0)
+    -- (Two constructors: `proxy` only where it is read, as an eighth field
+    -- in the root's record cost a top-level change about 400 instructions.)
+    if code == st.rc then
+        rec = { nil, nil, nil, code = code, set = set, added = false, n = false, n0 = false,
+                depth = depth, simple = simple }
+    else
+        rec = { nil, nil, nil, code = code, set = set, added = false, n = false, n0 = false,
+                depth = depth, simple = simple, proxy = proxy }
+    end
     if code < 0 then
         local n = source_len(ptr, cursor)
         rec.n, rec.n0 = n, n
@@ -366,7 +382,13 @@ local function record(st, proxy, code, level)
     end
     local changes = st[CHANGES]
     if not changes then
-        changes = new_tab(1, 1)
+        st[CHANGES] = rec
+        return rec
+    end
+    local first = changes.proxy
+    if first then
+        changes = new_tab(2, 2)
+        changes[first], changes[1] = st[CHANGES], st[CHANGES]
         st[CHANGES] = changes
     end
     changes[proxy] = rec
