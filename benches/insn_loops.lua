@@ -26,15 +26,21 @@ local EAGER = { lazy = false }
 -- with it, as in benches/lua_bench.lua's rows of the same names; `k`
 -- makes each change write a new value, as a gateway's do. Returns a
 -- number so that nothing is optimised away.
+
+-- Decodes `text`, sets top-level `key` to `value`, encodes.
+local function set_and_encode(lib, text, key, value)
+    local t = lib.decode(text)
+    t[key] = value
+    return #lib.encode(t)
+end
+
 local workloads = {
     ["tool-read"] = function(lib, k)
         local t = lib.decode(TOOL)
         return #t.order_id + t.options.max_items + k
     end,
     ["tool-modify"] = function(lib, k)
-        local t = lib.decode(TOOL)
-        t.order_id = "B-" .. k
-        return #lib.encode(t)
+        return set_and_encode(lib, TOOL, "order_id", "B-" .. k)
     end,
     ["tool-nested"] = function(lib, k)
         local t = lib.decode(TOOL)
@@ -42,9 +48,7 @@ local workloads = {
         return #lib.encode(t)
     end,
     ["tool-add"] = function(lib, k)
-        local t = lib.decode(TOOL)
-        t.x_gateway = k
-        return #lib.encode(t)
+        return set_and_encode(lib, TOOL, "x_gateway", k)
     end,
     ["tool-eager"] = function(lib, k)
         local t = lib.eager(TOOL)
@@ -56,9 +60,7 @@ local workloads = {
         return #t.model + #(delta.content or "") + k
     end,
     ["sse-modify"] = function(lib, k)
-        local t = lib.decode(SSE)
-        t.model = "gpt-4o-" .. k
-        return #lib.encode(t)
+        return set_and_encode(lib, SSE, "model", "gpt-4o-" .. k)
     end,
 }
 
