@@ -32,6 +32,9 @@
 //! * The links of separators (`:` and `,`) are 0 after validation. Reads
 //!   may later keep a container's lookup state in the link of its first
 //!   separator ([`crate::navigate::lookup`]); nothing else reads them.
+//! * The link of a key's closing quote is 0 after validation. A search of
+//!   the object ([`crate::navigate::find_key`]) leaves there the entry
+//!   after the member, so later searches step from key to key.
 //!
 //! Offsets are `u32`: inputs of 4 GiB or more are rejected before scanning.
 

@@ -287,7 +287,14 @@ impl Lookup {
             .map(|key| key + 3),
             None => {
                 self.work += u64::from(count);
-                tree.find_key(obj, want, last_wins)
+                super::find_key(
+                    src,
+                    &index.positions,
+                    &mut index.links,
+                    obj,
+                    want,
+                    last_wins,
+                )
             }
         }
     }

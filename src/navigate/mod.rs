@@ -133,10 +133,23 @@ impl<'a> Tree<'a> {
                 return None;
             }
             let key = k;
-            // key, closing quote, colon, value, then ',' or the close.
-            k = self.skip(key + 3) + 1;
+            k = self.next_key(key);
             Some(key)
         })
+    }
+
+    /// The entry after the member whose key is at `key` (the next key, or
+    /// just past the object's close): the link of the key's closing quote
+    /// when [`find_key`] left it there, else found by stepping over the
+    /// value (key, closing quote, colon, value, then `,` or the close).
+    #[inline(always)]
+    pub fn next_key(&self, key: u32) -> u32 {
+        let next = match self.links[key as usize + 1] {
+            0 => self.skip(key + 3) + 1,
+            next => next,
+        };
+        // A member spans at least four entries (see `find_key`).
+        next.max(key + 4)
     }
 
     /// The bytes between the quotes of the string at `e`, undecoded.
@@ -169,31 +182,6 @@ impl<'a> Tree<'a> {
         }
         // Decoding never lengthens a string.
         len >= want.len() && unescaped_eq(&self.src[span], want)
-    }
-
-    /// The value of member `want` of the object at `obj`: the last match
-    /// when `last_wins`, else the first.
-    pub fn find_key(&self, obj: u32, want: &[u8], last_wins: bool) -> Option<u32> {
-        let close = self.links[obj as usize];
-        let mut key = obj + 1;
-        let mut found = None;
-        // A member is 4 entries before `close` (key, closing quote, colon,
-        // value) in a validated text; saying so up front lets the compiler
-        // drop the bounds checks of those entries.
-        let entries = (close as usize)
-            .min(self.positions.len())
-            .min(self.links.len());
-        while (key as usize) + 3 < entries {
-            if self.key_is(key, want) {
-                found = Some(key + 3);
-                if !last_wins {
-                    break;
-                }
-            }
-            // key, closing quote, colon, value, then ',' or the close.
-            key = self.skip(key + 3) + 1;
-        }
-        found
     }
 
     /// Steps from element `from` (the `from_index`-th) to the
@@ -238,6 +226,56 @@ impl<'a> Tree<'a> {
     }
 }
 
+/// The value of member `want` of the object at `obj` in a validated
+/// document: the last match when `last_wins`, else the first.
+///
+/// Each member it passes keeps, in the link of its key's closing quote
+/// (0 after validation, read by nothing else), the entry after the
+/// member. The next search of the object then steps from key to key
+/// without looking at a value: what makes the several reads a handler
+/// does of one wide object cheap.
+pub fn find_key(
+    src: &[u8],
+    positions: &[u32],
+    links: &mut [u32],
+    obj: u32,
+    want: &[u8],
+    last_wins: bool,
+) -> Option<u32> {
+    let close = links[obj as usize] as usize;
+    // Every entry a member reaches is at most `close`: slicing there once
+    // lets the compiler drop the bounds checks of the loop.
+    let positions = &positions[..=close];
+    let links = &mut links[..=close];
+    let mut key = obj as usize + 1;
+    let mut found = None;
+    while key < close {
+        let tree = Tree {
+            src,
+            positions,
+            links,
+        };
+        if tree.key_is(key as u32, want) {
+            found = Some(key as u32 + 3);
+            if !last_wins {
+                break;
+            }
+        }
+        let next = match links[key + 1] {
+            0 => {
+                let next = tree.skip(key as u32 + 3) + 1;
+                links[key + 1] = next;
+                next
+            }
+            next => next,
+        };
+        // A member spans at least four entries; saying so keeps the walk
+        // moving forward whatever a link held.
+        key = (next as usize).max(key + 4);
+    }
+    found
+}
+
 /// `a == b` for slices of equal length, without a call to `memcmp` for
 /// the short ones keys mostly are (a call costs more than the compare).
 /// Up to 16 bytes are two loads per side that may overlap: the first and
@@ -266,8 +304,10 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::{Tree, find_key};
     use crate::document::Document;
-    use crate::validate::Options;
+    use crate::index::Index;
+    use crate::validate::{self, Options, Scratch};
 
     #[test]
     fn same_bytes_finds_a_difference_at_every_offset_of_every_length() {
@@ -312,6 +352,55 @@ mod tests {
                 assert_eq!(&text.as_bytes()[tree.raw(at)], number.as_bytes(), "{text}");
             }
         }
+    }
+
+    #[test]
+    fn searches_link_each_key_they_pass_to_the_member_after_it() {
+        let text =
+            br#"{"a":[1,{"x":2}],"b":{"c":"\u0041"},"\u0064":"s","e":1.5,"f":null,"g":{},"h":[]}"#;
+        let mut index = Index::default();
+        crate::scan::scan(text, &mut index).unwrap();
+        validate::validate(
+            text,
+            &mut index,
+            &Options::default(),
+            &mut Scratch::default(),
+        )
+        .unwrap();
+        let stepped = |index: &Index| -> Vec<u32> {
+            let tree = Tree {
+                src: text,
+                positions: &index.positions,
+                links: &index.links,
+            };
+            tree.keys(0).collect()
+        };
+        let keys = stepped(&index);
+        assert_eq!(keys.len(), 7);
+        assert!(keys.iter().all(|&k| index.links[k as usize + 1] == 0));
+        let (positions, close) = (index.positions.clone(), index.links[0]);
+        let mut search = |want: &[u8], last_wins| {
+            find_key(text, &positions, &mut index.links, 0, want, last_wins)
+        };
+        // A first-match search stops at its key: only the keys before it
+        // are linked.
+        assert_eq!(search(b"b", false), Some(keys[1] + 3));
+        // A missing key passes every member (an escaped key is compared
+        // decoded), and so does a search the links now serve.
+        for _ in 0..2 {
+            assert_eq!(search(b"zz", true), None);
+            assert_eq!(search(b"d", true), Some(keys[2] + 3));
+            assert_eq!(search(b"h", true), Some(keys[6] + 3));
+        }
+        let mut after: Vec<u32> = keys[1..].to_vec();
+        after.push(close + 1);
+        for (key, next) in keys.iter().zip(after) {
+            assert_eq!(index.links[*key as usize + 1], next);
+        }
+        // The keys found through the links are the keys found by stepping;
+        // the inner object `b` was not searched, so nothing links in it.
+        assert_eq!(stepped(&index), keys);
+        assert_eq!(index.links[keys[1] as usize + 4 + 1], 0);
     }
 
     #[test]
