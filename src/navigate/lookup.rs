@@ -312,7 +312,9 @@ impl Lookup {
             // Under "error" validation rejected every repeat.
             return count;
         }
-        if let Some((start, _)) = self.object_table(src, index, obj, last_wins, true) {
+        if count as usize > PAIRWISE_MAX
+            && let Some((start, _)) = self.object_table(src, index, obj, last_wins, true)
+        {
             return self.words[start];
         }
         let mut keys = [0; PAIRWISE_MAX];
@@ -336,10 +338,14 @@ impl Lookup {
         obj: u32,
         keys: &mut [u32; PAIRWISE_MAX],
     ) -> usize {
-        let mut n = 0;
-        for (slot, key) in keys.iter_mut().zip(tree(src, index).keys(obj)) {
-            *slot = key;
+        let tree = tree(src, index);
+        let close = tree.links[obj as usize];
+        let (mut key, mut n) = (obj + 1, 0);
+        // (A plain loop: the `keys` iterator is not inlined here.)
+        while key < close && n < PAIRWISE_MAX {
+            keys[n] = key;
             n += 1;
+            key = tree.next_key(key);
         }
         self.work += (n * n) as u64;
         n
