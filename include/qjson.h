@@ -218,6 +218,12 @@ int qjson_raw(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len
 int qjson_get_key(qjson_doc *doc, uint32_t cursor, const char *key, size_t key_len,
                   qjson_reader *reader);
 
+/* The exact source text (value.str, value.len) and cursor of member
+   key[0..key_len) of the object at cursor, found as qjson_get_key finds it:
+   where a change to that member goes. */
+int qjson_raw_key(qjson_doc *doc, uint32_t cursor, const char *key, size_t key_len,
+                  qjson_reader *reader);
+
 /* Reads element index (0-based) of the array at cursor, like qjson_get.
    O(1) amortised in any order of reads (see src/navigate/lookup.rs). */
 int qjson_get_index(qjson_doc *doc, uint32_t cursor, size_t index, qjson_reader *reader);

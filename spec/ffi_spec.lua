@@ -101,6 +101,40 @@ describe("qjson.ffi", function()
             assert.same({ qffi.C.QJSON_OK, distinct, members }, got, text)
         end
     end)
+
+    -- (lua/qjson/lazy.lua finds where a written member is this way.)
+    it("gives a member's source text and cursor in one qjson_raw_key call", function()
+        local text = '{"a": [1, 2] ,"b":"x\\n","a":{"c":null}, "d" : 1.5e3}'
+        local cases = {
+            { "a", qffi.C.QJSON_OK, '{"c":null}' },  -- the last of a repeated key
+            { "b", qffi.C.QJSON_OK, '"x\\n"' },
+            { "d", qffi.C.QJSON_OK, "1.5e3" },
+            { "c", qffi.C.QJSON_NOT_FOUND },
+        }
+        local R = qffi.enter()
+        local ptr = qffi.C.qjson_parse(text, #text, nil, R)
+        assert.is_true(ptr ~= nil)
+        for _, case in ipairs(cases) do
+            local key, want_rc, want_raw = case[1], case[2], case[3]
+            local rc = qffi.C.qjson_raw_key(ptr, 0, key, #key, R)
+            assert.equal(want_rc, rc, key)
+            if want_raw then
+                local v = R.value
+                assert.equal(want_raw, ffi.string(v.str, v.len), key)
+                -- The cursor is the member's, as qjson_get_key finds it.
+                local cursor = v.cursor
+                assert.equal(qffi.C.QJSON_OK, qffi.C.qjson_get_key(ptr, 0, key, #key, R))
+                assert.equal(cursor, R.value.cursor, key)
+            end
+        end
+        assert.equal(qffi.C.QJSON_BAD_CURSOR, qffi.C.qjson_raw_key(ptr, 2, "a", 1, R))
+        local array = "[1]"
+        local aptr = qffi.C.qjson_parse(array, #array, nil, R)
+        assert.equal(qffi.C.QJSON_NOT_FOUND, qffi.C.qjson_raw_key(aptr, 0, "a", 1, R))
+        qffi.C.qjson_free(aptr)
+        qffi.C.qjson_free(ptr)
+        qffi.leave(R)
+    end)
 end)
 
 describe("loading libqjson", function()

@@ -504,6 +504,38 @@ fn read_found(
     }
 }
 
+/// The value of member `key` (decoded bytes, `key_len` long, or NULL
+/// with 0) of the object at `cursor`, read into `reader.value` by `read`;
+/// `QJSON_NOT_FOUND` when there is none.
+///
+/// # Safety
+/// As `with_reader`; `key` is valid for `key_len` bytes (or NULL with 0).
+unsafe fn with_member(
+    doc: *mut qjson_doc,
+    cursor: u32,
+    key: *const c_char,
+    key_len: usize,
+    reader: *mut qjson_reader,
+    read: impl FnOnce(&qjson_doc, u32, &mut qjson_value, &mut Vec<u8>) -> c_int,
+) -> c_int {
+    // SAFETY: the caller's guarantees are with_reader's.
+    unsafe {
+        with_reader(doc, reader, |doc, reader, scratch| {
+            // SAFETY: key[0..key_len) is readable or NULL.
+            let Some(key) = bytes(key, key_len) else {
+                return ErrorCode::BadArgument as c_int;
+            };
+            if !doc.is_value(cursor) {
+                return ErrorCode::BadCursor as c_int;
+            }
+            match doc.member(cursor, key) {
+                Some(at) => read(doc, at, &mut reader.value, &mut scratch.text),
+                None => ErrorCode::NotFound as c_int,
+            }
+        })
+    }
+}
+
 /// Reads member `key` (decoded bytes, `key_len` long) of the object at
 /// `cursor`, like `qjson_get`. No path syntax: any bytes are a key.
 ///
@@ -517,18 +549,33 @@ pub unsafe extern "C" fn qjson_get_key(
     key_len: usize,
     reader: *mut qjson_reader,
 ) -> c_int {
-    // SAFETY: the caller's guarantees are with_reader's.
+    // SAFETY: the caller's guarantees are with_member's.
+    unsafe { with_member(doc, cursor, key, key_len, reader, read_scalar) }
+}
+
+/// The exact source text of member `key` of the object at `cursor`, as
+/// `qjson_raw` gives it, and its cursor: where a change to that member
+/// goes, in one call.
+///
+/// # Safety
+/// As `with_reader`; `key` is valid for `key_len` bytes (or NULL with 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_raw_key(
+    doc: *mut qjson_doc,
+    cursor: u32,
+    key: *const c_char,
+    key_len: usize,
+    reader: *mut qjson_reader,
+) -> c_int {
+    // SAFETY: the caller's guarantees are with_member's.
     unsafe {
-        with_reader(doc, reader, |doc, reader, scratch| {
-            // SAFETY: key[0..key_len) is readable or NULL.
-            let Some(key) = bytes(key, key_len) else {
-                return ErrorCode::BadArgument as c_int;
-            };
-            if !doc.is_value(cursor) {
-                return ErrorCode::BadCursor as c_int;
-            }
-            let found = doc.member(cursor, key);
-            read_found(doc, found, reader, scratch)
+        with_member(doc, cursor, key, key_len, reader, |doc, at, out, _| {
+            let raw = doc.raw(at);
+            out.type_ = doc.value_type(at) as i32;
+            out.cursor = at;
+            out.str_ = raw.as_ptr().cast();
+            out.len = raw.len();
+            OK
         })
     }
 }

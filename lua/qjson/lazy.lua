@@ -290,13 +290,20 @@ local function live_ptr(st)
 end
 _M.live_ptr = live_ptr
 
+-- Where the source text that the qjson_value v holds (filled by
+-- qjson_raw or qjson_raw_key) starts and ends in the text of state st, as
+-- byte offsets.
+local function span_in(st, v)
+    local start = tonumber(v.str - ffi_cast(char_ptr, st[SRC]))
+    return start, start + tonumber(v.len)
+end
+
 -- Where the source text of the value at cursor in the document of state
 -- st starts and ends, as byte offsets.
 local function source_span(st, ptr, cursor, R)
     C.qjson_raw(ptr, cursor, nil, 0, R)
-    local v = R.value
-    local start = tonumber(v.str - ffi_cast(char_ptr, st[SRC]))
-    return start, start + tonumber(v.len)
+    local start, stop = span_in(st, R.value)
+    return start, stop
 end
 _M.source_span = source_span
 
@@ -402,8 +409,8 @@ local function member_span(st, ptr, cursor, key)
     if type(key) ~= "string" then return nil end
     local R = enter()
     local from, to
-    if C.qjson_get_key(ptr, cursor, key, #key, R) == OK then
-        from, to = source_span(st, ptr, R.value.cursor, R)
+    if C.qjson_raw_key(ptr, cursor, key, #key, R) == OK then
+        from, to = span_in(st, R.value)
     end
     leave(R)
     return from, to
