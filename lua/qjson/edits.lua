@@ -51,9 +51,10 @@ local APPEND = setmetatable({}, { __tostring = function() return "qjson.append" 
 _M.INSERT, _M.APPEND = INSERT, APPEND
 
 -- Appends to `list` the edits of the object at cursor in the document
--- ptr (text at `base`), whose change record is rec, through reader R.
-local function object_edits(list, ptr, base, cursor, rec, R)
+-- of state st, whose change record is rec, through reader R.
+local function object_edits(list, st, cursor, rec, R)
     local depth = rec.depth
+    local ptr, base = lazy.live_ptr(st), ffi_cast(char_ptr, st[SRC])
     C.qjson_spans(ptr, cursor, 1, R)
     local n = tonumber(R.count)
     local spans = R.spans
@@ -85,10 +86,11 @@ local function object_edits(list, ptr, base, cursor, rec, R)
     end
 end
 
--- Appends to `list` the edits of the array at cursor in the document ptr
--- (text at `base`), whose change record is rec, through reader R.
-local function array_edits(list, ptr, base, cursor, rec, R)
+-- Appends to `list` the edits of the array at cursor in the document of
+-- state st, whose change record is rec, through reader R.
+local function array_edits(list, st, cursor, rec, R)
     local depth = rec.depth
+    local ptr, base = lazy.live_ptr(st), ffi_cast(char_ptr, st[SRC])
     C.qjson_spans(ptr, cursor, 0, R)
     local n0 = tonumber(R.count)
     local spans = R.spans
@@ -112,8 +114,10 @@ local function array_edits(list, ptr, base, cursor, rec, R)
     end
 end
 
--- Appends the edits of change record rec to `list`.
-local function record_edits(list, ptr, base, rec, R)
+-- Appends the edits of change record rec of state st to `list`. (The
+-- document's pointers are made only where the source is read: each is
+-- an allocation where the compiler does not sink it.)
+local function record_edits(list, st, rec, R)
     local code = rec.code
     if rec.simple then
         -- Members replaced, in a source without repeated keys: where they
@@ -125,9 +129,9 @@ local function record_edits(list, ptr, base, rec, R)
             list[#list + 1] = { rec[j], rec[j + 1], set[rec[j + 2]], depth }
         end
     elseif code >= 0 then
-        object_edits(list, ptr, base, cursor_of(code), rec, R)
+        object_edits(list, st, cursor_of(code), rec, R)
     else
-        array_edits(list, ptr, base, cursor_of(code), rec, R)
+        array_edits(list, st, cursor_of(code), rec, R)
     end
 end
 
@@ -142,24 +146,24 @@ end
 local function edits_of(st, R)
     local list = st[EDITS]
     if list then return list end
-    local ptr = lazy.live_ptr(st)
-    local base = ffi_cast(char_ptr, st[SRC])
+    -- A freed document cannot be encoded, whatever its records hold.
+    lazy.live_ptr(st)
     list = new_tab(2, 0)
     -- Mostly the root's record alone: a loop entered often that runs once
     -- is one LuaJIT stops compiling (its traces keep leaving it), and what
     -- it calls would then run interpreted.
     local root_rec = st[ROOT_REC]
     if root_rec then
-        record_edits(list, ptr, base, root_rec, R)
+        record_edits(list, st, root_rec, R)
     end
     local changes = st[CHANGES]
     if changes then
         if changes.proxy then
             -- One record (see lua/qjson/lazy.lua's `record`).
-            record_edits(list, ptr, base, changes, R)
+            record_edits(list, st, changes, R)
         else
             for i = 1, #changes do
-                record_edits(list, ptr, base, changes[i], R)
+                record_edits(list, st, changes[i], R)
             end
         end
     end
