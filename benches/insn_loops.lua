@@ -62,6 +62,14 @@ local workloads = {
     ["sse-modify"] = function(lib, k)
         return set_and_encode(lib, SSE, "model", "gpt-4o-" .. k)
     end,
+    ["sse-nested"] = function(lib, k)
+        local t = lib.decode(SSE)
+        t.choices[1].delta.content = "redacted " .. k
+        return #lib.encode(t)
+    end,
+    ["sse-add"] = function(lib, k)
+        return set_and_encode(lib, SSE, "x_gateway", k)
+    end,
 }
 
 local libraries = {

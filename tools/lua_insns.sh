@@ -21,7 +21,7 @@ cpath=";;"
 
 workloads=("$@")
 if [ ${#workloads[@]} -eq 0 ]; then
-    workloads=(tool-read tool-eager tool-modify tool-nested tool-add sse-read sse-modify)
+    workloads=(tool-read tool-eager tool-modify tool-nested tool-add sse-read sse-modify sse-nested sse-add)
 fi
 
 N=20000

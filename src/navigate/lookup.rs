@@ -46,7 +46,7 @@
 
 use super::Tree;
 use crate::index::Index;
-use crate::validate::duplicates::{KeyTable, PAIRWISE_MAX, decoded, find, same_key, table_len};
+use crate::validate::duplicates::{KeyTable, PAIRWISE_MAX, decoded, find, table_len};
 
 /// How far past a remembered position (or the start) a read may step
 /// before the array gets a table.
@@ -320,11 +320,30 @@ impl Lookup {
         let mut keys = [0; PAIRWISE_MAX];
         let n = self.small_keys(src, index, obj, &mut keys);
         let tree = tree(src, index);
+        // Keys of different lengths between their quotes, neither with
+        // escapes (decoding shortens a key), differ: most pairs are told
+        // apart from these lengths alone (u32::MAX: has escapes).
+        let mut lens = [0u32; PAIRWISE_MAX];
+        for (len, &key) in lens.iter_mut().zip(&keys[..n]) {
+            *len = if tree.has_escapes(key) {
+                u32::MAX
+            } else {
+                tree.string_span(key).len() as u32
+            };
+        }
+        let buf = &mut self.key;
         (0..n)
             .filter(|&i| {
-                !keys[..i]
-                    .iter()
-                    .any(|&k| same_key(&tree, k, keys[i], &mut self.key))
+                let li = lens[i];
+                let mut earlier =
+                    (0..i).filter(|&j| lens[j] == li || lens[j] == u32::MAX || li == u32::MAX);
+                // Each key decoded at most once.
+                earlier.next().is_none_or(|first| {
+                    let key = decoded(&tree, keys[i], buf);
+                    !core::iter::once(first)
+                        .chain(earlier)
+                        .any(|j| tree.key_is(keys[j], key))
+                })
             })
             .count() as u32
     }
@@ -388,9 +407,8 @@ impl Lookup {
                 let mut i = 0;
                 out.retain(|&key| {
                     i += 1;
-                    !all[i..]
-                        .iter()
-                        .any(|&later| same_key(&tree, key, later, key_buf))
+                    let key = decoded(&tree, key, key_buf);
+                    !all[i..].iter().any(|&later| tree.key_is(later, key))
                 });
             }
         }
@@ -682,6 +700,29 @@ mod tests {
         assert_eq!(d.members(0, false, &mut Vec::new()).unwrap().len(), 50);
         for _ in 0..WALKS + 2 {
             assert_eq!(d.member(0, b"k49").map(|at| d.raw(at)), Some(&b"49"[..]));
+        }
+    }
+
+    #[test]
+    fn small_objects_count_and_list_keys_compared_decoded() {
+        // (key spellings, distinct keys): escaped spellings of one key are
+        // longer between their quotes than the plain one, and keys of one
+        // length differ.
+        for (keys, distinct) in [
+            (&["a", "b", "a"][..], 2),
+            (&["k", r"\u006b", "k"][..], 1),
+            (&[r"\u006b", "kk", "k"][..], 2),
+            (&["ab", "ba", "ab", r"a\u0062"][..], 2),
+            (&["x", "y", "z"][..], 3),
+            (&[r"\n", r"\\n", r"\u000a"][..], 2),
+        ] {
+            let text = wide(&keys.iter().map(|k| k.to_string()).collect::<Vec<_>>());
+            let mut d = parse(&text);
+            let name = String::from_utf8_lossy(&text).into_owned();
+            assert_eq!(d.len(0), Some(distinct), "{name}");
+            // The keys reads see: one per distinct key, the last of each.
+            let members = d.members(0, false, &mut Vec::new()).unwrap().to_vec();
+            assert_eq!(members.len(), distinct, "{name}");
         }
     }
 

@@ -47,11 +47,6 @@ pub fn decoded<'r>(tree: &Tree<'r>, e: u32, buf: &'r mut Vec<u8>) -> &'r [u8] {
     buf
 }
 
-/// Whether the keys at entries `a` and `b` are the same key.
-pub fn same_key(tree: &Tree<'_>, a: u32, b: u32, buf: &mut Vec<u8>) -> bool {
-    tree.key_is(b, decoded(tree, a, buf))
-}
-
 /// An open-addressing (linear probing) hash table of key entries: each
 /// slot holds the entry of a key's opening quote, or 0 for empty (entry 0
 /// is never a key). Lookups compare keys after unescaping.
