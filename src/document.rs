@@ -202,6 +202,8 @@ impl<'a> Document<'a> {
     }
 
     /// Whether `at` is a cursor of this document (see [`Tree::is_value`]).
+    /// Inlined: every FFI read checks its cursor first.
+    #[inline(always)]
     pub fn is_value(&self, at: u32) -> bool {
         self.tree().is_value(at)
     }
@@ -217,7 +219,9 @@ impl<'a> Document<'a> {
 
     /// The value of the member named `key` (decoded bytes) of the value
     /// at `obj`, under the duplicate-key policy; `None` when `obj` is not
-    /// an object or has no such key.
+    /// an object or has no such key. Inlined (with the walk of a small
+    /// object) into the FFI's member read, where it is most of the work.
+    #[inline(always)]
     pub fn member(&mut self, obj: u32, key: &[u8]) -> Option<u32> {
         if self.tree().value_type(obj) != ValueType::Object {
             return None;
@@ -319,6 +323,8 @@ impl<'a> Document<'a> {
 
     /// The decoded bytes of the string (or key) at entry `at`: borrowed
     /// from the text when it has no escapes, else decoded into `out`.
+    /// Inlined: a read of a string value is mostly this.
+    #[inline(always)]
     pub fn string<'s>(&self, at: u32, out: &'s mut Vec<u8>) -> &'s [u8]
     where
         'a: 's,
@@ -338,14 +344,15 @@ impl<'a> Document<'a> {
         &self.src[self.tree().raw(at)]
     }
 
-    /// The number at `at` as the nearest double (±infinity beyond range).
+    /// The number at `at` (a number's cursor) as the nearest double
+    /// (±infinity beyond range).
     pub fn f64(&self, at: u32) -> f64 {
-        number::to_f64(self.raw(at))
+        number::to_f64(&self.src[self.tree().number_raw(at)])
     }
 
-    /// The number at `at` as an exact `i64`.
+    /// The number at `at` (a number's cursor) as an exact `i64`.
     pub fn i64(&self, at: u32) -> core::result::Result<i64, ErrorCode> {
-        number::to_i64(self.raw(at))
+        number::to_i64(&self.src[self.tree().number_raw(at)])
     }
 
     /// Elements of an array, or distinct keys of an object; `None` for

@@ -210,6 +210,15 @@ impl<'a> Tree<'a> {
         start..end
     }
 
+    /// The exact source text of the number at `e`, as a byte range:
+    /// [`Tree::raw`] without its look at the value's type, for a reader
+    /// that knows it.
+    #[inline]
+    pub fn number_raw(&self, e: u32) -> Range<usize> {
+        let start = self.positions[e as usize] as usize;
+        start..self.number_end(e, start)
+    }
+
     /// Where the number at entry `e`, starting at byte `start`, ends. A
     /// number ends with a digit, and only whitespace can come between it
     /// and the next entry: when the byte before that entry is a digit (the
@@ -234,6 +243,11 @@ impl<'a> Tree<'a> {
 /// member. The next search of the object then steps from key to key
 /// without looking at a value: what makes the several reads a handler
 /// does of one wide object cheap.
+///
+/// Inlined into [`lookup::Lookup::member`], and so into the FFI's
+/// member read: a small object's read is then one function, with no
+/// second prologue and no arguments passed on the stack.
+#[inline(always)]
 pub fn find_key(
     src: &[u8],
     positions: &[u32],
