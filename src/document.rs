@@ -92,14 +92,14 @@ impl<'a> Document<'a> {
         stage1: impl FnOnce(&[u8], &mut Index) -> Result<()>,
     ) -> Result<()> {
         self.unload();
-        let held = self.retained_bytes();
+        let held = self.load_bytes();
         let parsed = stage1(src, &mut self.index).and_then(|()| {
             // SAFETY: `stage1` is stage 1 (see above), so the index is its
             // output for `src`: offsets of bytes of `src`, each string's
             // quotes consecutive entries.
             unsafe { validate::validate_unchecked(src, &mut self.index, opts, &mut self.walk) }
         });
-        self.grown = self.retained_bytes().saturating_sub(held);
+        self.grown = self.load_bytes().saturating_sub(held);
         if let Err(e) = parsed {
             self.index.clear();
             return Err(e);
@@ -124,6 +124,15 @@ impl<'a> Document<'a> {
             + self.walk.retained_bytes()
             + self.lookup.retained_bytes()
             + self.token.capacity()
+    }
+
+    /// Bytes of the memory a load can grow: the index and the validation
+    /// scratch (the lookup tables and the token buffer grow on reads
+    /// only, and a load keeps them as they are), so that their growth
+    /// over a load is [`Document::grown_bytes`].
+    #[inline]
+    fn load_bytes(&self) -> usize {
+        self.index.retained_bytes() + self.walk.retained_bytes()
     }
 
     /// Forgets the text, keeping the memory.
@@ -392,12 +401,10 @@ pub mod pool {
     const MAX_DOCUMENT_BYTES: usize = 2 << 20;
 
     struct Parked {
-        #[allow(
-            clippy::vec_box,
-            reason = "the box is the FFI handle; parking it reuses its allocation too"
-        )]
-        documents: Vec<Box<Document<'static>>>,
-        /// The sum of their `retained_bytes`.
+        /// Each document with its `retained_bytes`, measured when it was
+        /// parked (a parked document's memory does not change).
+        documents: Vec<(Box<Document<'static>>, usize)>,
+        /// The sum of their sizes.
         bytes: usize,
     }
 
@@ -409,8 +416,8 @@ pub mod pool {
     /// A parked document, or a new one.
     pub fn take() -> Box<Document<'static>> {
         let parked = PARKED.lock().ok().and_then(|mut p| {
-            let doc = p.documents.pop()?;
-            p.bytes -= doc.retained_bytes();
+            let (doc, bytes) = p.documents.pop()?;
+            p.bytes -= bytes;
             Some(doc)
         });
         parked.unwrap_or_default()
@@ -419,7 +426,9 @@ pub mod pool {
     /// Parks `doc` for reuse, or drops it when it is large or the pool is
     /// full.
     pub fn give_back(mut doc: Box<Document<'static>>) {
-        doc.unload();
+        // The text is the caller's to free; the index goes at the next
+        // load (which empties it first).
+        doc.src = b"";
         let bytes = doc.retained_bytes();
         if bytes > MAX_DOCUMENT_BYTES {
             return;
@@ -429,7 +438,7 @@ pub mod pool {
             && parked.bytes + bytes <= MAX_PARKED_BYTES
         {
             parked.bytes += bytes;
-            parked.documents.push(doc);
+            parked.documents.push((doc, bytes));
         }
     }
 
@@ -456,7 +465,10 @@ pub mod pool {
             assert!(parked.documents.len() <= MAX_PARKED_DOCUMENTS);
             assert!(parked.documents.len() >= 1000);
             assert!(parked.bytes <= MAX_PARKED_BYTES);
-            let sum: usize = parked.documents.iter().map(|d| d.retained_bytes()).sum();
+            for (doc, bytes) in &parked.documents {
+                assert_eq!(doc.retained_bytes(), *bytes);
+            }
+            let sum: usize = parked.documents.iter().map(|(_, bytes)| bytes).sum();
             assert_eq!(sum, parked.bytes);
         }
 
@@ -477,7 +489,7 @@ pub mod pool {
                 parked
                     .documents
                     .iter()
-                    .all(|d| d.retained_bytes() <= MAX_DOCUMENT_BYTES)
+                    .all(|(d, _)| d.retained_bytes() <= MAX_DOCUMENT_BYTES)
             );
         }
     }
