@@ -223,7 +223,8 @@ impl<'a> Tree<'a> {
     /// number ends with a digit, and only whitespace can come between it
     /// and the next entry: when the byte before that entry is a digit (the
     /// usual `1,`, `1}`), the number ends there, with no byte of it read.
-    #[inline]
+    /// That test is inlined into reads; the rest is out of line.
+    #[inline(always)]
     fn number_end(&self, e: u32, start: usize) -> usize {
         if let Some(&next) = self.positions.get(e as usize + 1) {
             let next = next as usize;
@@ -231,6 +232,13 @@ impl<'a> Tree<'a> {
                 return next;
             }
         }
+        self.number_end_read(start)
+    }
+
+    /// [`Tree::number_end`] read from the number's bytes: the last value
+    /// of a text, or one followed by whitespace.
+    #[inline(never)]
+    fn number_end_read(&self, start: usize) -> usize {
         number_end(self.src, start).unwrap_or(start)
     }
 }
