@@ -313,7 +313,9 @@ impl<'a> Document<'a> {
     }
 
     /// The cursor of element `index` of the value at `array`; `None` when
-    /// it is not an array or has no such element.
+    /// it is not an array or has no such element. Inlined into the FFI's
+    /// element read, as [`Document::member`] is into its member read.
+    #[inline(always)]
     pub fn element(&mut self, array: u32, index: usize) -> Option<u32> {
         let tree = self.tree();
         if tree.value_type(array) != ValueType::Array || index >= tree.count(array) as usize {
