@@ -92,14 +92,14 @@ impl<'a> Document<'a> {
         stage1: impl FnOnce(&[u8], &mut Index) -> Result<()>,
     ) -> Result<()> {
         self.unload();
-        let held = self.retained_bytes();
+        let held = self.load_bytes();
         let parsed = stage1(src, &mut self.index).and_then(|()| {
             // SAFETY: `stage1` is stage 1 (see above), so the index is its
             // output for `src`: offsets of bytes of `src`, each string's
             // quotes consecutive entries.
             unsafe { validate::validate_unchecked(src, &mut self.index, opts, &mut self.walk) }
         });
-        self.grown = self.retained_bytes().saturating_sub(held);
+        self.grown = self.load_bytes().saturating_sub(held);
         if let Err(e) = parsed {
             self.index.clear();
             return Err(e);
@@ -124,6 +124,15 @@ impl<'a> Document<'a> {
             + self.walk.retained_bytes()
             + self.lookup.retained_bytes()
             + self.token.capacity()
+    }
+
+    /// Bytes of the memory a load can grow: the index and the validation
+    /// scratch (the lookup tables and the token buffer grow on reads
+    /// only, and a load keeps them as they are), so that their growth
+    /// over a load is [`Document::grown_bytes`].
+    #[inline]
+    fn load_bytes(&self) -> usize {
+        self.index.retained_bytes() + self.walk.retained_bytes()
     }
 
     /// Forgets the text, keeping the memory.
@@ -202,6 +211,8 @@ impl<'a> Document<'a> {
     }
 
     /// Whether `at` is a cursor of this document (see [`Tree::is_value`]).
+    /// Inlined: every FFI read checks its cursor first.
+    #[inline(always)]
     pub fn is_value(&self, at: u32) -> bool {
         self.tree().is_value(at)
     }
@@ -217,7 +228,9 @@ impl<'a> Document<'a> {
 
     /// The value of the member named `key` (decoded bytes) of the value
     /// at `obj`, under the duplicate-key policy; `None` when `obj` is not
-    /// an object or has no such key.
+    /// an object or has no such key. Inlined (with the walk of a small
+    /// object) into the FFI's member read, where it is most of the work.
+    #[inline(always)]
     pub fn member(&mut self, obj: u32, key: &[u8]) -> Option<u32> {
         if self.tree().value_type(obj) != ValueType::Object {
             return None;
@@ -300,7 +313,9 @@ impl<'a> Document<'a> {
     }
 
     /// The cursor of element `index` of the value at `array`; `None` when
-    /// it is not an array or has no such element.
+    /// it is not an array or has no such element. Inlined into the FFI's
+    /// element read, as [`Document::member`] is into its member read.
+    #[inline(always)]
     pub fn element(&mut self, array: u32, index: usize) -> Option<u32> {
         let tree = self.tree();
         if tree.value_type(array) != ValueType::Array || index >= tree.count(array) as usize {
@@ -319,6 +334,8 @@ impl<'a> Document<'a> {
 
     /// The decoded bytes of the string (or key) at entry `at`: borrowed
     /// from the text when it has no escapes, else decoded into `out`.
+    /// Inlined: a read of a string value is mostly this.
+    #[inline(always)]
     pub fn string<'s>(&self, at: u32, out: &'s mut Vec<u8>) -> &'s [u8]
     where
         'a: 's,
@@ -338,14 +355,15 @@ impl<'a> Document<'a> {
         &self.src[self.tree().raw(at)]
     }
 
-    /// The number at `at` as the nearest double (±infinity beyond range).
+    /// The number at `at` (a number's cursor) as the nearest double
+    /// (±infinity beyond range).
     pub fn f64(&self, at: u32) -> f64 {
-        number::to_f64(self.raw(at))
+        number::to_f64(&self.src[self.tree().number_raw(at)])
     }
 
-    /// The number at `at` as an exact `i64`.
+    /// The number at `at` (a number's cursor) as an exact `i64`.
     pub fn i64(&self, at: u32) -> core::result::Result<i64, ErrorCode> {
-        number::to_i64(self.raw(at))
+        number::to_i64(&self.src[self.tree().number_raw(at)])
     }
 
     /// Elements of an array, or distinct keys of an object; `None` for
@@ -385,12 +403,10 @@ pub mod pool {
     const MAX_DOCUMENT_BYTES: usize = 2 << 20;
 
     struct Parked {
-        #[allow(
-            clippy::vec_box,
-            reason = "the box is the FFI handle; parking it reuses its allocation too"
-        )]
-        documents: Vec<Box<Document<'static>>>,
-        /// The sum of their `retained_bytes`.
+        /// Each document with its `retained_bytes`, measured when it was
+        /// parked (a parked document's memory does not change).
+        documents: Vec<(Box<Document<'static>>, usize)>,
+        /// The sum of their sizes.
         bytes: usize,
     }
 
@@ -402,8 +418,8 @@ pub mod pool {
     /// A parked document, or a new one.
     pub fn take() -> Box<Document<'static>> {
         let parked = PARKED.lock().ok().and_then(|mut p| {
-            let doc = p.documents.pop()?;
-            p.bytes -= doc.retained_bytes();
+            let (doc, bytes) = p.documents.pop()?;
+            p.bytes -= bytes;
             Some(doc)
         });
         parked.unwrap_or_default()
@@ -412,7 +428,9 @@ pub mod pool {
     /// Parks `doc` for reuse, or drops it when it is large or the pool is
     /// full.
     pub fn give_back(mut doc: Box<Document<'static>>) {
-        doc.unload();
+        // The text is the caller's to free; the index goes at the next
+        // load (which empties it first).
+        doc.src = b"";
         let bytes = doc.retained_bytes();
         if bytes > MAX_DOCUMENT_BYTES {
             return;
@@ -422,7 +440,7 @@ pub mod pool {
             && parked.bytes + bytes <= MAX_PARKED_BYTES
         {
             parked.bytes += bytes;
-            parked.documents.push(doc);
+            parked.documents.push((doc, bytes));
         }
     }
 
@@ -449,7 +467,10 @@ pub mod pool {
             assert!(parked.documents.len() <= MAX_PARKED_DOCUMENTS);
             assert!(parked.documents.len() >= 1000);
             assert!(parked.bytes <= MAX_PARKED_BYTES);
-            let sum: usize = parked.documents.iter().map(|d| d.retained_bytes()).sum();
+            for (doc, bytes) in &parked.documents {
+                assert_eq!(doc.retained_bytes(), *bytes);
+            }
+            let sum: usize = parked.documents.iter().map(|(_, bytes)| bytes).sum();
             assert_eq!(sum, parked.bytes);
         }
 
@@ -470,7 +491,7 @@ pub mod pool {
                 parked
                     .documents
                     .iter()
-                    .all(|d| d.retained_bytes() <= MAX_DOCUMENT_BYTES)
+                    .all(|(d, _)| d.retained_bytes() <= MAX_DOCUMENT_BYTES)
             );
         }
     }

@@ -473,11 +473,14 @@ pub unsafe extern "C" fn qjson_get(
 
 /// Fills `out` with the value at `at`: its type and cursor, and for a
 /// string its decoded bytes (in `text` when they need decoding), for a
-/// number its double, for an array its element count.
+/// number its double, for an array its element count. Inlined into each
+/// read: the value's type, read once, picks the branch.
+#[inline(always)]
 fn read_scalar(doc: &qjson_doc, at: u32, out: &mut qjson_value, text: &mut Vec<u8>) -> c_int {
-    out.type_ = doc.value_type(at) as i32;
+    let value_type = doc.value_type(at);
+    out.type_ = value_type as i32;
     out.cursor = at;
-    match doc.value_type(at) {
+    match value_type {
         ValueType::String => {
             let s = doc.string(at, text);
             out.str_ = s.as_ptr().cast();

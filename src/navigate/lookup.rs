@@ -260,6 +260,11 @@ impl Lookup {
 
     /// The value entry of member `want` (decoded bytes) of the object at
     /// `obj`: the last match when `last_wins`, else the first.
+    ///
+    /// Inlined into its callers: a small object (the common case) is
+    /// walked at once, without a call to pass the arguments through;
+    /// larger ones go to [`Lookup::large_member`].
+    #[inline(always)]
     pub fn member(
         &mut self,
         src: &[u8],
@@ -269,18 +274,36 @@ impl Lookup {
         last_wins: bool,
     ) -> Option<u32> {
         let count = tree(src, index).count(obj);
-        // Small objects are always walked (the common case, decided here
-        // without the table machinery).
-        let table = if count as usize > PAIRWISE_MAX {
-            self.object_table(src, index, obj, last_wins, false)
-        } else {
-            None
-        };
-        let tree = tree(src, index);
-        match table {
+        if count as usize > PAIRWISE_MAX {
+            return self.large_member(src, index, obj, want, last_wins, count);
+        }
+        self.work += u64::from(count);
+        super::find_key(
+            src,
+            &index.positions,
+            &mut index.links,
+            obj,
+            want,
+            last_wins,
+        )
+    }
+
+    /// [`Lookup::member`] for an object of `count` members, more than
+    /// [`PAIRWISE_MAX`]: walked [`WALKS`] times, then through its table.
+    #[inline(never)]
+    fn large_member(
+        &mut self,
+        src: &[u8],
+        index: &mut Index,
+        obj: u32,
+        want: &[u8],
+        last_wins: bool,
+        count: u32,
+    ) -> Option<u32> {
+        match self.object_table(src, index, obj, last_wins, false) {
             Some((start, len)) => find(
                 &self.words[start + 1..start + 1 + len],
-                &tree,
+                &tree(src, index),
                 want,
                 &mut self.work,
             )

@@ -210,11 +210,21 @@ impl<'a> Tree<'a> {
         start..end
     }
 
+    /// The exact source text of the number at `e`, as a byte range:
+    /// [`Tree::raw`] without its look at the value's type, for a reader
+    /// that knows it.
+    #[inline]
+    pub fn number_raw(&self, e: u32) -> Range<usize> {
+        let start = self.positions[e as usize] as usize;
+        start..self.number_end(e, start)
+    }
+
     /// Where the number at entry `e`, starting at byte `start`, ends. A
     /// number ends with a digit, and only whitespace can come between it
     /// and the next entry: when the byte before that entry is a digit (the
     /// usual `1,`, `1}`), the number ends there, with no byte of it read.
-    #[inline]
+    /// That test is inlined into reads; the rest is out of line.
+    #[inline(always)]
     fn number_end(&self, e: u32, start: usize) -> usize {
         if let Some(&next) = self.positions.get(e as usize + 1) {
             let next = next as usize;
@@ -222,6 +232,13 @@ impl<'a> Tree<'a> {
                 return next;
             }
         }
+        self.number_end_read(start)
+    }
+
+    /// [`Tree::number_end`] read from the number's bytes: the last value
+    /// of a text, or one followed by whitespace.
+    #[inline(never)]
+    fn number_end_read(&self, start: usize) -> usize {
         number_end(self.src, start).unwrap_or(start)
     }
 }
@@ -234,6 +251,11 @@ impl<'a> Tree<'a> {
 /// member. The next search of the object then steps from key to key
 /// without looking at a value: what makes the several reads a handler
 /// does of one wide object cheap.
+///
+/// Inlined into [`lookup::Lookup::member`], and so into the FFI's
+/// member read: a small object's read is then one function, with no
+/// second prologue and no arguments passed on the stack.
+#[inline(always)]
 pub fn find_key(
     src: &[u8],
     positions: &[u32],

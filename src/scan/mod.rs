@@ -110,8 +110,17 @@ impl Kernel {
         !matches!(self, Kernel::Avx512)
     }
 
+    /// The kernel numbered `v` (its discriminant), if any: one range
+    /// check, as every parse asks it of the cached choice.
+    #[inline(always)]
     fn from_u8(v: u8) -> Option<Kernel> {
-        Kernel::ALL.into_iter().find(|k| *k as u8 == v)
+        match v {
+            1 => Some(Kernel::Scalar),
+            2 => Some(Kernel::Avx2),
+            3 => Some(Kernel::Avx512),
+            4 => Some(Kernel::Neon),
+            _ => None,
+        }
     }
 }
 
@@ -125,12 +134,21 @@ static ACTIVE: AtomicU8 = AtomicU8::new(UNDECIDED);
 /// The kernel [`scan`] uses: decided at the first call, then cached.
 ///
 /// Fails with [`ErrorCode::BadKernel`] when `QJSON_KERNEL` names a kernel
-/// that does not exist or that this CPU cannot run.
+/// that does not exist or that this CPU cannot run. The cached choice is
+/// read inline (every parse asks); deciding is out of line.
+#[inline]
 pub fn active_kernel() -> Result<Kernel> {
-    let v = ACTIVE.load(Ordering::Relaxed);
-    if let Some(k) = Kernel::from_u8(v) {
-        return Ok(k);
+    match Kernel::from_u8(ACTIVE.load(Ordering::Relaxed)) {
+        Some(k) => Ok(k),
+        None => decide_active(),
     }
+}
+
+/// [`active_kernel`] before the choice is cached, or when it failed.
+#[cold]
+#[inline(never)]
+fn decide_active() -> Result<Kernel> {
+    let v = ACTIVE.load(Ordering::Relaxed);
     let decided = if v == UNDECIDED { decide() } else { None };
     // Racing first calls decide the same thing; the last store wins.
     ACTIVE.store(
