@@ -89,6 +89,36 @@ fn key_hash(key: &[u8]) -> u64 {
     (ends | (n as u64) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
+/// Checks the escapes of the string whose body is `src[start..end]`
+/// (their escaped bytes' offsets in `escaped`) and decodes the body into
+/// `decoded`; false if an escape is invalid. Out of line, as most strings
+/// have no escapes: the walk's hot loop stays smaller.
+#[cold]
+#[inline(never)]
+fn unescape(src: &[u8], start: usize, end: usize, escaped: &[u32], decoded: &mut Vec<u8>) -> bool {
+    let mut next = 0;
+    if escapes::check(src, escaped, &mut next, end as u32).is_err() {
+        return false;
+    }
+    let Some(body) = src.get(start..end) else {
+        return false;
+    };
+    decoded.clear();
+    let offsets = escaped.iter().map(|&e| (e as usize).wrapping_sub(start));
+    string::unescape_known(body, offsets, decoded);
+    true
+}
+
+/// The end and value of the number starting at `i` that the short
+/// integer path does not take (fractions, exponents, long integers), or
+/// `None` when it is invalid. Out of line, like [`unescape`].
+#[cold]
+#[inline(never)]
+fn long_number(src: &[u8], i: usize) -> Option<(usize, f64)> {
+    let end = number::number_end(src, i).filter(|&end| ends_scalar(src, end))?;
+    Some((end, number::to_f64(src.get(i..end)?)))
+}
+
 /// Decodes `src` into `stack`; `Err(Stop::Invalid)` when the text is not
 /// valid JSON or nests deeper than `max_depth`.
 pub(super) fn decode<S: Stack>(
@@ -127,13 +157,9 @@ pub(super) fn decode<S: Stack>(
                 return Err(Stop::Invalid);
             }
             if escapes_in {
-                let mut next = 0;
-                if escapes::check(src, escaped, &mut next, end as u32).is_err() {
+                if !unescape(src, start, end, escaped, decoded) {
                     return Err(Stop::Invalid);
                 }
-                decoded.clear();
-                let offsets = escaped.iter().map(|&e| (e as usize).wrapping_sub(start));
-                string::unescape_known(body, offsets, decoded);
                 stack.$method(decoded)?;
             } else {
                 stack.$method(body)?;
@@ -217,13 +243,10 @@ pub(super) fn decode<S: Stack>(
                     stack.number(if sign == 1 { -v } else { v })?;
                     i = j;
                 } else {
-                    let number = number::number_end(src, i)
-                        .filter(|&end| ends_scalar(src, end))
-                        .and_then(|end| Some((end, src.get(i..end)?)));
-                    let Some((end, number)) = number else {
+                    let Some((end, number)) = long_number(src, i) else {
                         return Err(Stop::Invalid);
                     };
-                    stack.number(number::to_f64(number))?;
+                    stack.number(number)?;
                     i = end;
                 }
             }

@@ -261,15 +261,19 @@ impl Stack for LuaSink<'_> {
             // The table is at -(slots + 1); each rawseti or rawset pops the
             // top value (or pair).
             if !object {
-                for k in (1..=slots).rev() {
+                let mut k = slots;
+                while k > 0 {
                     (api.rawseti)(state, -(k + 1), stored + k);
+                    k -= 1;
                 }
             } else if distinct && (!self.strict || stored == 0) {
                 // No key of these pairs repeats another, nor one stored
                 // before (under the strict policy: nothing is stored yet),
                 // so no key needs looking up first.
-                for left in (0..slots).step_by(2).rev() {
-                    (api.rawset)(state, -(left + 3));
+                let mut table = -(slots + 1);
+                while table < -1 {
+                    (api.rawset)(state, table);
+                    table += 2;
                 }
             } else {
                 // In order, so that a repeated key's last value wins.
