@@ -43,6 +43,15 @@ fn check_all_kernels(input: &[u8], pad: bool) {
 }
 
 #[test]
+fn every_kernel_is_found_again_from_its_number() {
+    for kernel in Kernel::ALL {
+        assert_eq!(Kernel::from_u8(kernel as u8), Some(kernel));
+    }
+    assert_eq!(Kernel::from_u8(0), None);
+    assert_eq!(Kernel::from_u8(Kernel::ALL.len() as u8 + 1), None);
+}
+
+#[test]
 fn the_machine_runs_a_simd_kernel_when_it_has_one() {
     let kernels: Vec<_> = supported_kernels().collect();
     assert!(kernels.contains(&Kernel::Scalar));
