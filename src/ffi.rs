@@ -493,6 +493,17 @@ fn read_scalar(doc: &qjson_doc, at: u32, out: &mut qjson_value, text: &mut Vec<u
     OK
 }
 
+/// Fills `out` with the value at `at` as its exact source text: its type,
+/// cursor, and bytes of the text (`qjson_raw`, `qjson_raw_key`).
+fn read_raw(doc: &qjson_doc, at: u32, out: &mut qjson_value, _: &mut Vec<u8>) -> c_int {
+    let raw = doc.raw(at);
+    out.type_ = doc.value_type(at) as i32;
+    out.cursor = at;
+    out.str_ = raw.as_ptr().cast();
+    out.len = raw.len();
+    OK
+}
+
 /// `read_scalar` into `reader.value` for a value that was found, else
 /// `QJSON_NOT_FOUND`.
 fn read_found(
@@ -571,16 +582,7 @@ pub unsafe extern "C" fn qjson_raw_key(
     reader: *mut qjson_reader,
 ) -> c_int {
     // SAFETY: the caller's guarantees are with_member's.
-    unsafe {
-        with_member(doc, cursor, key, key_len, reader, |doc, at, out, _| {
-            let raw = doc.raw(at);
-            out.type_ = doc.value_type(at) as i32;
-            out.cursor = at;
-            out.str_ = raw.as_ptr().cast();
-            out.len = raw.len();
-            OK
-        })
-    }
+    unsafe { with_member(doc, cursor, key, key_len, reader, read_raw) }
 }
 
 /// Reads element `index` (0-based) of the array at `cursor`, like
@@ -867,12 +869,14 @@ pub unsafe extern "C" fn qjson_raw(
 ) -> c_int {
     // SAFETY: the caller's guarantees are lookup's.
     unsafe {
-        lookup(doc, cursor, path, path_len, reader, |doc, at, out, _| {
-            let raw = doc.raw(at);
-            out.str_ = raw.as_ptr().cast();
-            out.len = raw.len();
-            OK
-        })
+        lookup(
+            doc,
+            cursor,
+            path,
+            path_len,
+            reader,
+            |doc, at, out, scratch| read_raw(doc, at, out, &mut scratch.text),
+        )
     }
 }
 

@@ -277,6 +277,21 @@ impl Lookup {
         if count as usize > PAIRWISE_MAX {
             return self.large_member(src, index, obj, want, last_wins, count);
         }
+        self.walk(src, index, obj, want, last_wins, count)
+    }
+
+    /// Member `want` of the object at `obj` (of `count` members) found by
+    /// walking its keys, the walk counted.
+    #[inline(always)]
+    fn walk(
+        &mut self,
+        src: &[u8],
+        index: &mut Index,
+        obj: u32,
+        want: &[u8],
+        last_wins: bool,
+        count: u32,
+    ) -> Option<u32> {
         self.work += u64::from(count);
         super::find_key(
             src,
@@ -308,17 +323,7 @@ impl Lookup {
                 &mut self.work,
             )
             .map(|key| key + 3),
-            None => {
-                self.work += u64::from(count);
-                super::find_key(
-                    src,
-                    &index.positions,
-                    &mut index.links,
-                    obj,
-                    want,
-                    last_wins,
-                )
-            }
+            None => self.walk(src, index, obj, want, last_wins, count),
         }
     }
 
