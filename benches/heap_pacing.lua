@@ -2,15 +2,21 @@
 -- objects, as a gateway worker's does (routes, caches, configuration):
 -- qjson beside cjson, in one process.
 --
---   luajit benches/heap_pacing.lua [LIVE_TABLES] [DECODES]
+--   luajit benches/heap_pacing.lua [LIVE_TABLES...]
 --
--- (defaults 300 000 and 1 000 000). qjson's native documents are freed
--- when the collector finds their proxies dead, so a cycle's worth of them
--- is alive at once, and a cycle's worth grows with the Lua heap: whether
--- the document pool holds them (src/document.rs, `pool`) and how often
--- the collector is made to catch up with their native memory
--- (lua/qjson/doc.lua, `track`) decide whether a small document's cost
--- grows with the heap. cjson is the first on package.cpath
+-- (default 0, 30 000 and 300 000: about 1, 10 and 100 MB of Lua heap).
+-- qjson's native documents are freed when the collector finds their
+-- proxies dead, so a cycle's worth of them is alive at once, and a
+-- cycle's worth grows with the Lua heap: whether the document pool holds
+-- them (src/document.rs, `pool`) and how the collector is made to catch
+-- up with their native memory (lua/qjson/doc.lua, `track`) decide whether
+-- a small document's cost grows with the heap.
+--
+-- With a large heap one collection cycle costs tens of milliseconds and
+-- comes every few hundred thousand decodes, and a cycle is paid by
+-- whichever library allocates when it is due. So the two libraries run
+-- in alternating blocks over many cycles, and each one's time is the sum
+-- of its blocks. cjson is the first on package.cpath
 -- (`LUA_CPATH=target/baselines/?.so;;` for OpenResty's fork).
 
 package.path = "lua/?.lua;benches/?.lua;" .. package.path
@@ -19,28 +25,60 @@ local qjson = require("qjson")
 local cjson = require("cjson")
 local TOOL = require("payloads").TOOL_CALL
 
-local live_tables = tonumber(arg[1]) or 300000
-local decodes = tonumber(arg[2]) or 1000000
+local BLOCK = 20000
+local BLOCKS = 100
 
-local live = {}
-for i = 1, live_tables do
-    live[i] = { i, tostring(i) }
-end
-
-local function run(decode)
+-- A block of decodes, compiled from source once per library so that each
+-- gets traces of its own (one shared loop would be compiled for the first
+-- library's decode and leave the other to side traces).
+local BLOCK_SOURCE = [[
+local decode, text, n = ...
+return function()
     local sum = 0
     local start = os.clock()
-    for k = 1, decodes do
-        local t = decode(TOOL)
+    for k = 1, n do
+        local t = decode(text)
         sum = sum + #t.order_id + t.options.max_items + k
     end
-    return (os.clock() - start) / decodes * 1e9, sum
+    return os.clock() - start, sum
+end
+]]
+
+local function block_of(decode)
+    return assert(loadstring(BLOCK_SOURCE, "=block"))(decode, TOOL, BLOCK)
 end
 
--- Warm-up for both, then timed runs in turn.
-run(cjson.decode)
-run(qjson.decode)
-local cj, qj = run(cjson.decode), run(qjson.decode)
-print(string.format("%d live tables (%.0f MB Lua heap): tool-call decode + 2 reads, "
-    .. "cjson %.0f ns, qjson %.0f ns (%.2fx)",
-    #live, collectgarbage("count") / 1024, cj, qj, cj / qj))
+local cjson_block, qjson_block = block_of(cjson.decode), block_of(qjson.decode)
+
+local function measure(live_tables)
+    local live = {}
+    for i = 1, live_tables do
+        live[i] = { i, tostring(i) }
+    end
+    collectgarbage()
+    local heap_mb = collectgarbage("count") / 1024
+    -- Warm-up for both, then the timed blocks in turn.
+    for _ = 1, 10 do
+        cjson_block()
+        qjson_block()
+    end
+    local cj, qj = 0, 0
+    for _ = 1, BLOCKS do
+        cj = cj + cjson_block()
+        qj = qj + qjson_block()
+    end
+    local n = BLOCK * BLOCKS
+    print(string.format("%7d live tables (%3.0f MB Lua heap): tool-call decode + 2 reads, "
+        .. "cjson %4.0f ns, qjson %4.0f ns (%.2fx)",
+        live_tables, heap_mb, cj / n * 1e9, qj / n * 1e9, cj / qj))
+    return live
+end
+
+local sizes = { ... }
+if #sizes == 0 then
+    sizes = { 0, 30000, 300000 }
+end
+for _, live_tables in ipairs(sizes) do
+    measure(tonumber(live_tables))
+    collectgarbage()
+end
