@@ -186,6 +186,12 @@ void qjson_free(qjson_doc *doc);
    scratch), which a garbage collector cannot see; 0 for NULL. */
 size_t qjson_memory(const qjson_doc *doc);
 
+/* Tells the pool of freed documents that a collection cycle of the caller's
+   ended and the documents it found dead were freed: the pool then keeps as
+   much as was freed since the cycle before (at least 64 MiB) and gives the
+   rest back to the allocator. Without it the pool keeps at most 64 MiB. */
+void qjson_pool_cycle(void);
+
 /* The lookups below leave what they found in reader->value. */
 
 /* Finds the value at path: sets value.type and value.cursor. */

@@ -389,45 +389,104 @@ pub mod pool {
     use super::Document;
     use std::sync::Mutex;
 
-    /// The pool holds at most this many bytes of document memory, and
-    /// this many documents. Lua frees the documents it drops in sweeps
-    /// after a collection, so a loop over small texts hands back a
-    /// collection cycle's worth at once and takes them again right after;
-    /// parking them saves allocating and regrowing every vector on the
-    /// next parse. A cycle's worth grows with the Lua heap (the collector
-    /// lets garbage grow to the live heap's size): with 6-10 MB of Lua
-    /// objects alive it is tens of thousands of small documents, and a
-    /// pool of 4096 and 8 MiB made a tool-call decode 2.7 times slower
-    /// than with none alive (`luajit benches/heap_pacing.lua 30000`:
-    /// 1 870 ns against 700 ns with this pool).
-    const MAX_PARKED_BYTES: usize = 64 << 20;
-    const MAX_PARKED_DOCUMENTS: usize = 65536;
+    /// The pool may always hold this many bytes of documents (their
+    /// buffers, the documents themselves and their places in the pool).
+    const MIN_BUDGET: usize = 64 << 20;
     /// A document holding more than this is freed, not parked: a burst of
     /// large bodies must not leave its memory behind for the life of the
     /// process (an nginx worker's), and regrowing buffers costs little
     /// next to reading a text that size.
     const MAX_DOCUMENT_BYTES: usize = 2 << 20;
 
+    /// Documents handed back, held up to a budget that follows the
+    /// caller's collection cycles. Lua frees the documents it drops in
+    /// sweeps after a collection, so a loop over small texts hands back a
+    /// cycle's worth at once and takes them again right after; parking
+    /// them saves allocating and regrowing every vector on the next
+    /// parse. A cycle's worth grows with the Lua heap (the collector lets
+    /// garbage grow with the live heap): about 100 000 small documents
+    /// with 44 MB of Lua objects alive, and any fixed bound is passed at
+    /// some heap size, after which every parse allocates anew (a tool-call
+    /// decode up to 1.45 times slower at 44 MB with one of 65 536 documents;
+    /// `luajit benches/heap_pacing.lua 300000`). So at the end of each
+    /// cycle ([`cycle_ended`]) the budget becomes what that cycle handed
+    /// back, at least `min_budget`: what was alive at once anyway, and
+    /// given back to the allocator once the cycles shrink.
     struct Parked {
-        /// Each document with its `retained_bytes`, measured when it was
-        /// parked (a parked document's memory does not change).
+        /// Each document with its `cost`, measured when it was parked (a
+        /// parked document's memory does not change), oldest first.
         documents: Vec<(Box<Document<'static>>, usize)>,
-        /// The sum of their sizes.
+        /// The sum of their costs.
         bytes: usize,
+        /// The most `bytes` may reach.
+        budget: usize,
+        /// The least `budget` may be.
+        min_budget: usize,
+        /// The cost of the documents handed back since the last cycle
+        /// ended.
+        returned: usize,
     }
 
-    static PARKED: Mutex<Parked> = Mutex::new(Parked {
-        documents: Vec::new(),
-        bytes: 0,
-    });
+    impl Parked {
+        const fn new(min_budget: usize) -> Parked {
+            Parked {
+                documents: Vec::new(),
+                bytes: 0,
+                budget: min_budget,
+                min_budget,
+                returned: 0,
+            }
+        }
+
+        fn take(&mut self) -> Option<Box<Document<'static>>> {
+            let (doc, bytes) = self.documents.pop()?;
+            self.bytes -= bytes;
+            Some(doc)
+        }
+
+        /// Parks `doc` if the budget has room; otherwise it is dropped.
+        fn give_back(&mut self, doc: Box<Document<'static>>) {
+            let bytes = cost(&doc);
+            self.returned = self.returned.saturating_add(bytes);
+            if self.bytes + bytes <= self.budget {
+                self.bytes += bytes;
+                self.documents.push((doc, bytes));
+            }
+        }
+
+        fn cycle_ended(&mut self) {
+            self.budget = self.returned.max(self.min_budget);
+            self.returned = 0;
+            // The oldest go first: the newest are the likeliest in cache.
+            let mut over = self.bytes.saturating_sub(self.budget);
+            let mut dropped = 0;
+            for (_, bytes) in &self.documents {
+                if over == 0 {
+                    break;
+                }
+                over = over.saturating_sub(*bytes);
+                self.bytes -= bytes;
+                dropped += 1;
+            }
+            self.documents.drain(..dropped);
+            if self.documents.len() < self.documents.capacity() / 4 {
+                self.documents.shrink_to(2 * self.documents.len());
+            }
+        }
+    }
+
+    static PARKED: Mutex<Parked> = Mutex::new(Parked::new(MIN_BUDGET));
+
+    /// What parking `doc` counts against the budget.
+    fn cost(doc: &Document<'static>) -> usize {
+        doc.retained_bytes()
+            + std::mem::size_of::<Document<'static>>()
+            + std::mem::size_of::<(Box<Document<'static>>, usize)>()
+    }
 
     /// A parked document, or a new one.
     pub fn take() -> Box<Document<'static>> {
-        let parked = PARKED.lock().ok().and_then(|mut p| {
-            let (doc, bytes) = p.documents.pop()?;
-            p.bytes -= bytes;
-            Some(doc)
-        });
+        let parked = PARKED.lock().ok().and_then(|mut p| p.take());
         parked.unwrap_or_default()
     }
 
@@ -437,16 +496,21 @@ pub mod pool {
         // The text is the caller's to free; the index goes at the next
         // load (which empties it first).
         doc.src = b"";
-        let bytes = doc.retained_bytes();
-        if bytes > MAX_DOCUMENT_BYTES {
+        if doc.retained_bytes() > MAX_DOCUMENT_BYTES {
             return;
         }
-        if let Ok(mut parked) = PARKED.lock()
-            && parked.documents.len() < MAX_PARKED_DOCUMENTS
-            && parked.bytes + bytes <= MAX_PARKED_BYTES
-        {
-            parked.bytes += bytes;
-            parked.documents.push((doc, bytes));
+        if let Ok(mut parked) = PARKED.lock() {
+            parked.give_back(doc);
+        }
+    }
+
+    /// A collection cycle of the caller's has ended and the documents it
+    /// found dead have been handed back: from now on the pool holds as
+    /// much as was handed back since the cycle before (at least
+    /// 64 MiB), and frees what it holds beyond that.
+    pub fn cycle_ended() {
+        if let Ok(mut parked) = PARKED.lock() {
+            parked.cycle_ended();
         }
     }
 
@@ -455,29 +519,66 @@ pub mod pool {
         use super::*;
         use crate::validate::Options;
 
-        #[test]
-        fn keeps_many_small_documents_within_its_byte_budget() {
-            let text = br#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}"#;
-            let docs: Vec<_> = (0..MAX_PARKED_DOCUMENTS + 100)
-                .map(|_| {
-                    let mut doc = take();
-                    doc.load(text, &Options::default()).unwrap();
-                    doc
-                })
-                .collect();
-            for doc in docs {
-                give_back(doc);
-            }
-            let parked = PARKED.lock().unwrap();
-            // Other tests share the pool; the bounds hold whatever they do.
-            assert!(parked.documents.len() <= MAX_PARKED_DOCUMENTS);
-            assert!(parked.documents.len() >= 1000);
-            assert!(parked.bytes <= MAX_PARKED_BYTES);
+        const TEXT: &[u8] = br#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}"#;
+
+        fn loaded() -> Box<Document<'static>> {
+            let mut doc = Box::<Document<'static>>::default();
+            doc.load(TEXT, &Options::default()).unwrap();
+            doc
+        }
+
+        /// Checks the pool's bookkeeping.
+        fn check(parked: &Parked) {
+            assert!(parked.bytes <= parked.budget);
+            assert!(parked.budget >= parked.min_budget);
             for (doc, bytes) in &parked.documents {
-                assert_eq!(doc.retained_bytes(), *bytes);
+                assert_eq!(cost(doc), *bytes);
             }
             let sum: usize = parked.documents.iter().map(|(_, bytes)| bytes).sum();
             assert_eq!(sum, parked.bytes);
+        }
+
+        #[test]
+        fn keeps_small_documents_within_its_budget() {
+            let each = cost(&loaded());
+            let mut parked = Parked::new(100 * each);
+            for _ in 0..150 {
+                parked.give_back(loaded());
+            }
+            check(&parked);
+            assert_eq!(parked.documents.len(), 100);
+        }
+
+        #[test]
+        fn budget_follows_what_each_cycle_hands_back() {
+            let each = cost(&loaded());
+            let mut parked = Parked::new(100 * each);
+            // A cycle that hands back 300 documents: the next may park 300.
+            for _ in 0..300 {
+                parked.give_back(loaded());
+            }
+            assert_eq!(parked.documents.len(), 100);
+            parked.cycle_ended();
+            check(&parked);
+            let taken: Vec<_> = (0..100).filter_map(|_| parked.take()).collect();
+            for doc in taken {
+                parked.give_back(doc);
+            }
+            for _ in 0..200 {
+                parked.give_back(loaded());
+            }
+            check(&parked);
+            assert_eq!(parked.documents.len(), 300);
+            // Cycles that hand back 10: the pool shrinks to its least.
+            parked.cycle_ended();
+            assert_eq!(parked.documents.len(), 300);
+            for _ in 0..10 {
+                let doc = parked.take().unwrap();
+                parked.give_back(doc);
+            }
+            parked.cycle_ended();
+            check(&parked);
+            assert_eq!(parked.documents.len(), 100);
         }
 
         #[test]
@@ -492,7 +593,7 @@ pub mod pool {
             let before = PARKED.lock().unwrap().bytes;
             give_back(doc);
             let parked = PARKED.lock().unwrap();
-            assert!(parked.bytes <= before.max(MAX_PARKED_BYTES - MAX_DOCUMENT_BYTES));
+            assert!(parked.bytes <= before.max(MIN_BUDGET - MAX_DOCUMENT_BYTES));
             assert!(
                 parked
                     .documents

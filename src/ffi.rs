@@ -352,6 +352,13 @@ pub unsafe extern "C" fn qjson_memory(doc: *const qjson_doc) -> usize {
     unsafe { doc.as_ref() }.map_or(0, Document::retained_bytes)
 }
 
+/// Ends a collection cycle for the pool of freed documents (see
+/// `pool::cycle_ended`).
+#[unsafe(no_mangle)]
+pub extern "C" fn qjson_pool_cycle() {
+    let _ = catch_unwind(pool::cycle_ended);
+}
+
 /// Releases a document.
 ///
 /// # Safety

@@ -348,6 +348,8 @@ local function sweep()
             release(slot)
         end
     end
+    -- The pool of freed documents keeps a cycle's worth of them.
+    C.qjson_pool_cycle()
     cycle[1] = {}
     native_debt = 0
     -- Half the heap, in bytes (the count is in KB).
