@@ -16,10 +16,15 @@
 -- comes every few hundred thousand decodes, and a cycle is paid by
 -- whichever library allocates when it is due. So the two libraries run
 -- in alternating blocks over many cycles, and each one's time is the sum
--- of its blocks. cjson is the first on package.cpath
--- (`LUA_CPATH=target/baselines/?.so;;` for OpenResty's fork).
+-- of its blocks. cjson is OpenResty's fork from QJSON_BASELINES (a
+-- tools/baselines.sh build, as `make bench` sets it) when given, else the
+-- first on package.cpath (`LUA_CPATH="target/baselines/?.so;;"` works too).
 
 package.path = "lua/?.lua;benches/?.lua;" .. package.path
+local BASELINES = os.getenv("QJSON_BASELINES")
+if BASELINES and BASELINES ~= "" then
+    package.cpath = BASELINES .. "/?.so;" .. package.cpath
+end
 
 local qjson = require("qjson")
 local cjson = require("cjson")

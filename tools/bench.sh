@@ -58,3 +58,11 @@ if [ "${REPORT:-0}" = 1 ]; then
 else
     luajit benches/lua_bench.lua
 fi
+
+echo
+echo "== Lua: a small document while the Lua heap holds many objects (benches/heap_pacing.lua)"
+if [ "${QUICK:-0}" = 1 ]; then
+    echo "(skipped under QUICK=1)"
+else
+    luajit benches/heap_pacing.lua 0 30000 300000 1000000
+fi
