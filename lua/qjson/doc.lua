@@ -303,9 +303,10 @@ end
 -- Past it, every GC_PACE_BYTES the collector does the incremental work
 -- for what was allocated beyond `paced`, as if Lua had allocated it. (A
 -- step starts a cycle even while the collector pauses: charging every
--- byte from the first made a worker with 70 MB of Lua objects run a
--- cycle over all of them every few MB of small documents, and a tool-call
--- decode cost 2.2 µs instead of 0.8; `benches/heap_pacing.lua`.)
+-- byte from the first made a worker with 44 MB of Lua objects run a
+-- cycle over all of them every few MB of small documents; with the
+-- document pool then bounded too, a tool-call decode took twice cjson's
+-- time: `luajit benches/heap_pacing.lua 300000`.)
 local GC_PACE_BYTES = 1024 * 1024
 local native_debt = 0
 local paced, pace_from = GC_PACE_BYTES, 2 * GC_PACE_BYTES
