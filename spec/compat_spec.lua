@@ -23,6 +23,12 @@ local TEXTS = {
     '{}',
     '[]',
     '{"a":{"b":{"c":[1,2,3]}},"z":0}',
+    -- Without a '[' (proxies without __ipairs, see lua/qjson/lazy.lua),
+    -- with one only inside a string, and after whitespace.
+    '{"a":{"b":{"c":1}},"z":0}',
+    '{"a":{"b":"[1,2]"},"z":0}',
+    ' \n\t{"a":{"b":true}}',
+    '\r\n [1,{"a":2}] ',
 }
 
 -- Every proxy in `t`, depth first.
@@ -75,6 +81,13 @@ describe("with Lua 5.2 compatibility", function()
         a[#a + 1] = "end"
         assert_same_views(a, "array after changes")
         assert.equal(6, #a)
+        -- Integer keys written to an object of a text without arrays.
+        local o = qjson.decode(TEXTS[6])
+        o[1], o[2] = "one", "two"
+        o.a[1] = true
+        assert_same_views(o, "object with integer keys")
+        assert_same_views(o.a, "nested object with integer keys")
+        assert.same({}, collect(ipairs(o)))
     end)
 
     it("on plain tables, eager decode and materialize as on any table", function()

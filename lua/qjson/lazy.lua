@@ -23,11 +23,17 @@
 --                 second one is made: `reg[proxy]` is the proxy's code and
 --                 `reg[code]` the proxy
 --
--- and its hash part holds the metamethods and `rc`, the root proxy's
--- code (see `proxy_at`). (As an array slot filled by the constructor,
--- `rc` made LuaJIT 2.1-20230119 abort the trace of a loop that decodes
--- and reads, "persistent type instability".) A state's registry is
--- what makes a container read twice the same table a container read twice is the same table
+-- and its hash part holds the metamethods and nothing else. LuaJIT sizes
+-- a hash part in powers of two, so under Lua 5.2 compatibility, where
+-- the state carries __len, __pairs and __ipairs too, a fifth field
+-- doubles it to eight slots, the largest part of what a small decode
+-- allocates (`benches/heap_pacing.lua` prints it). So a text without a
+-- '[' gets no __ipairs (an object proxy has no elements for ipairs to
+-- see, with or without it), and the root proxy's code is found from the
+-- text's first byte (`root_code`) rather than kept: as a ninth array slot
+-- it made LuaJIT 2.1-20230119 abort the trace of a loop that decodes and
+-- reads ("persistent type instability"). A state's registry is what
+-- makes a container read twice the same table
 -- (`t.messages == t.messages`). No JSON key can collide with internal
 -- fields, and `next`, `rawget` or iteration see nothing but data. State
 -- and proxies refer to each other only, so the collector frees a dropped
@@ -79,6 +85,11 @@ local T_NUMBER = C.QJSON_TYPE_NUMBER
 local T_STRING = C.QJSON_TYPE_STRING
 local T_ARRAY = C.QJSON_TYPE_ARRAY
 local T_OBJECT = C.QJSON_TYPE_OBJECT
+
+-- JSON's whitespace, the bytes a text may start with before its value,
+-- and the bytes that open a container.
+local SPACE, TAB, LF, CR = 32, 9, 10, 13
+local OPEN_OBJECT, OPEN_ARRAY = 123, 91
 
 -- Arrays hold fewer elements than a text (under 4 GiB) has bytes.
 local MAX_INDEX = 2 ^ 32
@@ -165,11 +176,30 @@ local function proxy_at(st, cursor, t, parent)
     return p
 end
 
+-- The root proxy's code for the text src: 0 for an object, -1 for an
+-- array (kept nowhere: a field of its own made each state larger, see the
+-- top of the file).
+local function root_code(src)
+    local b = str_byte(src, 1)
+    if b == OPEN_OBJECT then return 0 end
+    if b == OPEN_ARRAY then return -1 end
+    -- Whitespace first.
+    b = str_byte(src, (str_find(src, "[^ \t\n\r]")))
+    return b == OPEN_OBJECT and 0 or -1
+end
+
+-- Whether `code` is a root proxy's (a child's code holds its depth).
+local function is_root(code)
+    return code == 0 or code == -1
+end
+
 -- The code of a proxy of state st.
 local function code_of(st, proxy)
     if proxy == st[CHILD] then return st[CHILD_CODE] end
     local reg = st[REG]
-    return reg and reg[proxy] or st.rc
+    local code = reg and reg[proxy]
+    if code then return code end
+    return root_code(st[SRC])
 end
 
 -- The Lua value for the qjson_value `cell` a read of st's document just
@@ -214,9 +244,9 @@ local function fetch(st, ptr, code, k, R)
 end
 
 -- The change record of the proxy with `code` of state st, or a false
--- value. Only the root has code st.rc (a child's code holds its depth).
+-- value.
 local function record_of(st, proxy, code)
-    if code == st.rc then
+    if is_root(code) then
         return st[ROOT_REC]
     end
     local changes = st[CHANGES]
@@ -372,7 +402,7 @@ local function record(st, proxy, code, level)
     local set = code >= 0 and new_tab(0, 1) or new_tab(1, 0)
     -- (Two constructors: `proxy` only where it is read, as an eighth field
     -- in the root's record cost a top-level change about 400 instructions.)
-    if code == st.rc then
+    if is_root(code) then
         rec = { nil, nil, nil, code = code, set = set, added = false, n = false, n0 = false,
                 depth = depth, simple = simple }
     else
@@ -383,7 +413,7 @@ local function record(st, proxy, code, level)
         local n = source_len(ptr, cursor)
         rec.n, rec.n0 = n, n
     end
-    if code == st.rc then
+    if is_root(code) then
         st[ROOT_REC] = rec
         return rec
     end
@@ -741,9 +771,8 @@ local function tape_value(ptr, cursor, R)
 end
 _M.tape_value = tape_value
 
--- JSON's whitespace, the bytes a text may start with before its value.
-local SPACE, TAB, LF, CR = 32, 9, 10, 13
-local OPEN_OBJECT, OPEN_ARRAY = 123, 91
+-- Texts shorter than this are searched for a '[' (see `root`).
+local ARRAYLESS_CHECKED = 4096
 
 -- The value of `text`, just parsed into the native document ptr (which
 -- allocated `bytes` anew): the root proxy, whose state takes charge of
@@ -765,15 +794,21 @@ function _M.root(ptr, text, bytes)
         return v
     end
     local address = address_of(ptr)
-    local rc = t == T_OBJECT and 0 or -1
     -- [PTR], [SRC], [CHANGES], [EDITS], [REG], [CHILD], [CHILD_CODE], [ROOT_REC]
     local st
-    if COMPAT then
-        st = { address, text, false, false, false, false, 0, false, rc = rc,
+    if COMPAT and (#text >= ARRAYLESS_CHECKED or str_find(text, "[", 1, true)) then
+        st = { address, text, false, false, false, false, 0, false,
                __index = proxy_index, __newindex = proxy_newindex, __len = proxy_len_mm,
                __pairs = proxy_pairs, __ipairs = proxy_ipairs }
+    elseif COMPAT then
+        -- No array in the text: `ipairs` of an object proxy sees no
+        -- elements with or without __ipairs, and four fields fit a hash
+        -- part of four slots where five take eight.
+        st = { address, text, false, false, false, false, 0, false,
+               __index = proxy_index, __newindex = proxy_newindex, __len = proxy_len_mm,
+               __pairs = proxy_pairs }
     else
-        st = { address, text, false, false, false, false, 0, false, rc = rc,
+        st = { address, text, false, false, false, false, 0, false,
                __index = proxy_index, __newindex = proxy_newindex }
     end
     local root = setmetatable({}, st)
