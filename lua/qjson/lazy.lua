@@ -771,7 +771,8 @@ local function tape_value(ptr, cursor, R)
 end
 _M.tape_value = tape_value
 
--- Texts shorter than this are searched for a '[' (see `root`).
+-- Texts shorter than this are searched for a '[' (see `root`); in longer
+-- ones the search would cost more than the slots it saves.
 local ARRAYLESS_CHECKED = 4096
 
 -- The value of `text`, just parsed into the native document ptr (which
