@@ -409,9 +409,12 @@ pub mod pool {
     /// some heap size, after which every parse allocates anew (a tool-call
     /// decode up to 1.45 times slower at 44 MB with one of 65 536 documents;
     /// `luajit benches/heap_pacing.lua 300000`). So at the end of each
-    /// cycle ([`cycle_ended`]) the budget becomes what that cycle handed
-    /// back, at least `min_budget`: what was alive at once anyway, and
-    /// given back to the allocator once the cycles shrink.
+    /// cycle ([`cycle_ended`]) the budget becomes room for as many
+    /// documents as were out at once during it (at their mean cost), at
+    /// least `min_budget`: what was alive at once anyway, given back to
+    /// the allocator once the cycles shrink. (Not what the cycle handed
+    /// back: documents taken and handed back one at a time, as eager
+    /// decodes do, would count again each time.)
     struct Parked {
         /// Each document with its `cost`, measured when it was parked (a
         /// parked document's memory does not change), oldest first.
@@ -422,9 +425,14 @@ pub mod pool {
         budget: usize,
         /// The least `budget` may be.
         min_budget: usize,
-        /// The cost of the documents handed back since the last cycle
-        /// ended.
+        /// Documents taken and not handed back yet.
+        out: usize,
+        /// The most `out` has been since the last cycle ended.
+        peak_out: usize,
+        /// The number and summed cost of the documents handed back (and
+        /// small enough to park) since the last cycle ended.
         returned: usize,
+        returned_bytes: usize,
     }
 
     impl Parked {
@@ -434,29 +442,47 @@ pub mod pool {
                 bytes: 0,
                 budget: min_budget,
                 min_budget,
+                out: 0,
+                peak_out: 0,
                 returned: 0,
+                returned_bytes: 0,
             }
         }
 
+        /// A parked document, if any; counts one more out either way.
         fn take(&mut self) -> Option<Box<Document<'static>>> {
+            self.out += 1;
+            self.peak_out = self.peak_out.max(self.out);
             let (doc, bytes) = self.documents.pop()?;
             self.bytes -= bytes;
             Some(doc)
         }
 
-        /// Parks `doc` if the budget has room; otherwise it is dropped.
-        fn give_back(&mut self, doc: Box<Document<'static>>) {
-            let bytes = cost(&doc);
-            self.returned = self.returned.saturating_add(bytes);
-            if self.bytes + bytes <= self.budget {
-                self.bytes += bytes;
-                self.documents.push((doc, bytes));
+        /// Parks `doc` if it is small and the budget has room; otherwise
+        /// returns it, for the caller to free once the pool is unlocked.
+        #[must_use]
+        fn give_back(&mut self, doc: Box<Document<'static>>) -> Option<Box<Document<'static>>> {
+            self.out = self.out.saturating_sub(1);
+            if doc.retained_bytes() > MAX_DOCUMENT_BYTES {
+                return Some(doc);
             }
+            let bytes = cost(&doc);
+            self.returned += 1;
+            self.returned_bytes = self.returned_bytes.saturating_add(bytes);
+            if self.bytes + bytes > self.budget {
+                return Some(doc);
+            }
+            self.bytes += bytes;
+            self.documents.push((doc, bytes));
+            None
         }
 
         fn cycle_ended(&mut self) {
-            self.budget = self.returned.max(self.min_budget);
+            let mean = self.returned_bytes.checked_div(self.returned).unwrap_or(0);
+            self.budget = self.peak_out.saturating_mul(mean).max(self.min_budget);
+            self.peak_out = self.out;
             self.returned = 0;
+            self.returned_bytes = 0;
             // The oldest go first: the newest are the likeliest in cache.
             let mut over = self.bytes.saturating_sub(self.budget);
             let mut dropped = 0;
@@ -496,18 +522,17 @@ pub mod pool {
         // The text is the caller's to free; the index goes at the next
         // load (which empties it first).
         doc.src = b"";
-        if doc.retained_bytes() > MAX_DOCUMENT_BYTES {
-            return;
-        }
-        if let Ok(mut parked) = PARKED.lock() {
-            parked.give_back(doc);
-        }
+        let unparked = match PARKED.lock() {
+            Ok(mut parked) => parked.give_back(doc),
+            Err(_) => Some(doc),
+        };
+        drop(unparked);
     }
 
     /// A collection cycle of the caller's has ended and the documents it
-    /// found dead have been handed back: from now on the pool holds as
-    /// much as was handed back since the cycle before (at least
-    /// 64 MiB), and frees what it holds beyond that.
+    /// found dead have been handed back: from now on the pool holds room
+    /// for as many documents as were out at once during that cycle (at
+    /// least 64 MiB), and frees what it holds beyond that.
     pub fn cycle_ended() {
         if let Ok(mut parked) = PARKED.lock() {
             parked.cycle_ended();
@@ -543,42 +568,45 @@ pub mod pool {
             let each = cost(&loaded());
             let mut parked = Parked::new(100 * each);
             for _ in 0..150 {
-                parked.give_back(loaded());
+                let _ = parked.give_back(loaded());
             }
             check(&parked);
             assert_eq!(parked.documents.len(), 100);
         }
 
+        /// A cycle as Lua runs one: `n` documents taken (parked ones
+        /// first), all handed back at its end.
+        fn cycle(parked: &mut Parked, n: usize) {
+            let docs: Vec<_> = (0..n)
+                .map(|_| parked.take().unwrap_or_else(loaded))
+                .collect();
+            for doc in docs {
+                let _ = parked.give_back(doc);
+            }
+            parked.cycle_ended();
+            check(parked);
+        }
+
         #[test]
-        fn budget_follows_what_each_cycle_hands_back() {
+        fn budget_follows_the_documents_out_at_once() {
             let each = cost(&loaded());
             let mut parked = Parked::new(100 * each);
-            // A cycle that hands back 300 documents: the next may park 300.
-            for _ in 0..300 {
-                parked.give_back(loaded());
-            }
+            // 300 out at once: 100 fit the least budget, and then 300 may.
+            cycle(&mut parked, 300);
             assert_eq!(parked.documents.len(), 100);
-            parked.cycle_ended();
-            check(&parked);
-            let taken: Vec<_> = (0..100).filter_map(|_| parked.take()).collect();
-            for doc in taken {
-                parked.give_back(doc);
-            }
-            for _ in 0..200 {
-                parked.give_back(loaded());
-            }
-            check(&parked);
+            cycle(&mut parked, 300);
             assert_eq!(parked.documents.len(), 300);
-            // Cycles that hand back 10: the pool shrinks to its least.
-            parked.cycle_ended();
-            assert_eq!(parked.documents.len(), 300);
-            for _ in 0..10 {
+            // Documents taken and handed back one at a time, however many,
+            // are one out at once: the pool shrinks to its least.
+            for _ in 0..1000 {
                 let doc = parked.take().unwrap();
-                parked.give_back(doc);
+                let _ = parked.give_back(doc);
             }
+            assert_eq!(parked.documents.len(), 300);
             parked.cycle_ended();
             check(&parked);
             assert_eq!(parked.documents.len(), 100);
+            assert_eq!(parked.budget, 100 * each);
         }
 
         #[test]

@@ -162,9 +162,10 @@ void qjson_free(qjson_doc *doc);
 size_t qjson_memory(const qjson_doc *doc);
 
 /* Tells the pool of freed documents that a collection cycle of the caller's
-   ended and the documents it found dead were freed: the pool then keeps as
-   much as was freed since the cycle before (at least 64 MiB) and gives the
-   rest back to the allocator. Without it the pool keeps at most 64 MiB. */
+   ended and the documents it found dead were freed: the pool then keeps room
+   for as many documents as were out at once during that cycle (at least
+   64 MiB) and gives the rest back to the allocator. Without it the pool
+   keeps at most 64 MiB. */
 void qjson_pool_cycle(void);
 
 /* The lookups below leave what they found in reader->value. */
