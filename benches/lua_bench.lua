@@ -10,8 +10,9 @@
 --                                                part of DOC (markdown), the
 --                                                chart PNG (gnuplot) and the
 --                                                native results file NATIVE
---   QUICK=1 ...                                  a few calls per row: checks
---                                                the harness, not the speed
+--   QUICK=1 ...                                  a few calls per row, one
+--                                                round: checks the harness,
+--                                                not the speed
 --
 -- Per workload: each library warmed up with 50 calls, or a second of them
 -- (so the JIT compiles the loops), a full GC, then 9 rounds in which every
@@ -51,7 +52,7 @@ local qffi = require("qjson.ffi")
 local payloads = require("payloads")
 
 local QUICK = os.getenv("QUICK") == "1"
-local ROUNDS = 9
+local ROUNDS = QUICK and 1 or 9
 local ROUND_SECONDS = QUICK and 0 or 0.05
 local WARMUP = QUICK and 2 or 50
 local WARMUP_SECONDS = QUICK and 0 or 1
