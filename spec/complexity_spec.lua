@@ -1,7 +1,7 @@
 -- Linear time for every access pattern: each loop below runs over n and
 -- over 4n elements or keys in this process, timed alternately and best of
 -- several rounds (the machine may be busy), and 4x the size must cost at
--- most 6x the time: linear work gives about 4x, quadratic 16x. The loops
+-- most 8x the time: linear work gives about 4x, quadratic 16x. The loops
 -- are issue 12's table (reads in every order, through proxies, getters,
 -- cursors and pointers) and what an audit of the other paths a body's
 -- sender shapes turned up: writes during iteration, many new keys, len
@@ -131,7 +131,7 @@ local PATTERNS = {
     end },
 }
 
-describe("4x the elements costs at most 6x the time:", function()
+describe("4x the elements costs at most 8x the time:", function()
     for _, p in ipairs(PATTERNS) do
         local name, make, n, run = p[1], p[2], p[3], p[4]
         it(name, function()
