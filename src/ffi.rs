@@ -401,7 +401,7 @@ unsafe fn with_reader(
 
 /// The shared part of every path lookup: checks the arguments, follows
 /// the path, sets `reader.value`'s type and cursor and lets `read` fill in
-/// the rest.
+/// the rest (with the reader's buffer for a decoded string).
 ///
 /// # Safety
 /// As `with_reader`; `path` is valid for `path_len` bytes (or NULL with 0).
@@ -411,7 +411,7 @@ unsafe fn lookup(
     path: *const c_char,
     path_len: usize,
     reader: *mut qjson_reader,
-    read: impl FnOnce(&mut qjson_doc, u32, &mut qjson_value, &mut Scratch) -> c_int,
+    read: impl FnOnce(&mut qjson_doc, u32, &mut qjson_value, &mut Vec<u8>) -> c_int,
 ) -> c_int {
     // SAFETY: the caller's guarantees are with_reader's.
     unsafe {
@@ -425,7 +425,7 @@ unsafe fn lookup(
                 Ok(Some(at)) => {
                     out.type_ = doc.value_type(at) as i32;
                     out.cursor = at;
-                    read(doc, at, out, scratch)
+                    read(doc, at, out, &mut scratch.text)
                 }
                 Ok(None) => ErrorCode::NotFound as c_int,
                 Err(e) => {
@@ -467,14 +467,9 @@ pub unsafe extern "C" fn qjson_get(
 ) -> c_int {
     // SAFETY: the caller's guarantees are lookup's.
     unsafe {
-        lookup(
-            doc,
-            cursor,
-            path,
-            path_len,
-            reader,
-            |doc, at, out, scratch| read_scalar(doc, at, out, &mut scratch.text),
-        )
+        lookup(doc, cursor, path, path_len, reader, |doc, at, out, text| {
+            read_scalar(doc, at, out, text)
+        })
     }
 }
 
@@ -876,14 +871,9 @@ pub unsafe extern "C" fn qjson_raw(
 ) -> c_int {
     // SAFETY: the caller's guarantees are lookup's.
     unsafe {
-        lookup(
-            doc,
-            cursor,
-            path,
-            path_len,
-            reader,
-            |doc, at, out, scratch| read_raw(doc, at, out, &mut scratch.text),
-        )
+        lookup(doc, cursor, path, path_len, reader, |doc, at, out, text| {
+            read_raw(doc, at, out, text)
+        })
     }
 }
 
