@@ -274,24 +274,11 @@ impl Lookup {
         last_wins: bool,
     ) -> Option<u32> {
         let count = tree(src, index).count(obj);
-        if count as usize > PAIRWISE_MAX {
-            return self.large_member(src, index, obj, want, last_wins, count);
+        if count as usize > PAIRWISE_MAX
+            && let Some(found) = self.large_member(src, index, obj, want, last_wins)
+        {
+            return found;
         }
-        self.walk(src, index, obj, want, last_wins, count)
-    }
-
-    /// Member `want` of the object at `obj` (of `count` members) found by
-    /// walking its keys, the walk counted.
-    #[inline(always)]
-    fn walk(
-        &mut self,
-        src: &[u8],
-        index: &mut Index,
-        obj: u32,
-        want: &[u8],
-        last_wins: bool,
-        count: u32,
-    ) -> Option<u32> {
         self.work += u64::from(count);
         super::find_key(
             src,
@@ -303,8 +290,9 @@ impl Lookup {
         )
     }
 
-    /// [`Lookup::member`] for an object of `count` members, more than
-    /// [`PAIRWISE_MAX`]: walked [`WALKS`] times, then through its table.
+    /// [`Lookup::member`] for an object of more than [`PAIRWISE_MAX`]
+    /// members, through its table; `None` when it is walked instead (see
+    /// [`Lookup::object_table`]).
     #[inline(never)]
     fn large_member(
         &mut self,
@@ -313,18 +301,10 @@ impl Lookup {
         obj: u32,
         want: &[u8],
         last_wins: bool,
-        count: u32,
-    ) -> Option<u32> {
-        match self.object_table(src, index, obj, last_wins, false) {
-            Some((start, len)) => find(
-                &self.words[start + 1..start + 1 + len],
-                &tree(src, index),
-                want,
-                &mut self.work,
-            )
-            .map(|key| key + 3),
-            None => self.walk(src, index, obj, want, last_wins, count),
-        }
+    ) -> Option<Option<u32>> {
+        let (start, len) = self.object_table(src, index, obj, last_wins, false)?;
+        let keys = &self.words[start + 1..start + 1 + len];
+        Some(find(keys, &tree(src, index), want, &mut self.work).map(|key| key + 3))
     }
 
     /// How many distinct keys the object at `obj` has.
