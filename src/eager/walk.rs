@@ -89,20 +89,17 @@ fn key_hash(key: &[u8]) -> u64 {
     (ends | (n as u64) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
-/// Checks the escapes of the string whose body is `src[start..end]`
-/// (their escaped bytes' offsets in `escaped`) and decodes the body into
+/// Checks the escapes of the string `body`, which is `src[start..]`
+/// (their escaped bytes' offsets in `escaped`), and decodes it into
 /// `decoded`; false if an escape is invalid. Out of line, as most strings
 /// have no escapes: the walk's hot loop stays smaller.
 #[cold]
 #[inline(never)]
-fn unescape(src: &[u8], start: usize, end: usize, escaped: &[u32], decoded: &mut Vec<u8>) -> bool {
+fn unescape(src: &[u8], body: &[u8], start: usize, escaped: &[u32], decoded: &mut Vec<u8>) -> bool {
     let mut next = 0;
-    if escapes::check(src, escaped, &mut next, end as u32).is_err() {
+    if escapes::check(src, escaped, &mut next, (start + body.len()) as u32).is_err() {
         return false;
     }
-    let Some(body) = src.get(start..end) else {
-        return false;
-    };
     decoded.clear();
     let offsets = escaped.iter().map(|&e| (e as usize).wrapping_sub(start));
     string::unescape_known(body, offsets, decoded);
@@ -157,7 +154,7 @@ pub(super) fn decode<S: Stack>(
                 return Err(Stop::Invalid);
             }
             if escapes_in {
-                if !unescape(src, start, end, escaped, decoded) {
+                if !unescape(src, body, start, escaped, decoded) {
                     return Err(Stop::Invalid);
                 }
                 stack.$method(decoded)?;
