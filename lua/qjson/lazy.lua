@@ -176,16 +176,21 @@ local function proxy_at(st, cursor, t, parent)
     return p
 end
 
+-- The byte that starts the value of the valid JSON text src: its first
+-- that is not whitespace.
+local function first_byte(src)
+    local b = str_byte(src, 1)
+    if b == SPACE or b == TAB or b == LF or b == CR then
+        b = str_byte(src, (str_find(src, "[^ \t\n\r]")))
+    end
+    return b
+end
+
 -- The root proxy's code for the text src: 0 for an object, -1 for an
 -- array (kept nowhere: a field of its own made each state larger, see the
 -- top of the file).
 local function root_code(src)
-    local b = str_byte(src, 1)
-    if b == OPEN_OBJECT then return 0 end
-    if b == OPEN_ARRAY then return -1 end
-    -- Whitespace first.
-    b = str_byte(src, (str_find(src, "[^ \t\n\r]")))
-    return b == OPEN_OBJECT and 0 or -1
+    return first_byte(src) == OPEN_ARRAY and -1 or 0
 end
 
 -- Whether `code` is a root proxy's (a child's code holds its depth).
@@ -779,12 +784,7 @@ local ARRAYLESS_CHECKED = 4096
 -- allocated `bytes` anew): the root proxy, whose state takes charge of
 -- ptr; or, for a scalar root, the scalar, and ptr is freed at once.
 function _M.root(ptr, text, bytes)
-    -- The text is valid JSON: its first byte that is not whitespace starts
-    -- the value.
-    local b = str_byte(text, 1)
-    if b == SPACE or b == TAB or b == LF or b == CR then
-        b = str_byte(text, (str_find(text, "[^ \t\n\r]")))
-    end
+    local b = first_byte(text)
     local t = b == OPEN_OBJECT and T_OBJECT or b == OPEN_ARRAY and T_ARRAY
     if not t then
         local R = enter()
