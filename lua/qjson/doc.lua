@@ -301,15 +301,16 @@ end
 -- before a cycle starts (the pause), and native garbage gets the same
 -- allowance: half the Lua heap at the last sweep, at least GC_PACE_BYTES.
 -- Past it, every GC_PACE_BYTES the collector does the incremental work
--- for what was allocated beyond `paced`, as if Lua had allocated it. (A
--- step starts a cycle even while the collector pauses: charging every
--- byte from the first made a worker with 44 MB of Lua objects run a
--- cycle over all of them every few MB of small documents; with the
--- document pool then bounded too, a tool-call decode took twice cjson's
--- time: `luajit benches/heap_pacing.lua 300000`.)
+-- for what was allocated beyond `paced` (the allowance, then the debt
+-- paid for so far), as if Lua had allocated it. (A step starts a cycle
+-- even while the collector pauses: charging every byte from the first
+-- made a worker with 44 MB of Lua objects run a cycle over all of them
+-- every few MB of small documents; with the document pool then bounded
+-- too, a tool-call decode took twice cjson's time:
+-- `luajit benches/heap_pacing.lua 300000`.)
 local GC_PACE_BYTES = 1024 * 1024
 local native_debt = 0
-local paced, pace_from = GC_PACE_BYTES, 2 * GC_PACE_BYTES
+local paced = GC_PACE_BYTES
 local handles = {}
 local alive = setmetatable({}, { __mode = "v" })
 local cycle = setmetatable({ {} }, { __mode = "v" })
@@ -356,7 +357,6 @@ local function sweep()
     -- Half the heap, in bytes (the count is in KB).
     local allowance = collectgarbage("count") * 512
     paced = allowance > GC_PACE_BYTES and allowance or GC_PACE_BYTES
-    pace_from = paced + GC_PACE_BYTES
 end
 
 local function release_pending()
@@ -451,10 +451,9 @@ local function track(state, address, bytes)
     held = held + 1
     live[held], live_at[slot] = slot, held
     native_debt = native_debt + bytes
-    if native_debt >= pace_from then
+    if native_debt >= paced + GC_PACE_BYTES then
         collectgarbage("step", (native_debt - paced) / 1024)
         paced = native_debt
-        pace_from = native_debt + GC_PACE_BYTES
     end
     if cycle[1] == nil then
         sweep()
