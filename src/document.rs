@@ -7,14 +7,17 @@
 //! path ([`crate::navigate::path`]) and return a cursor.
 //!
 //! Everything a document allocates is kept for the next one: the index
-//! vectors, the validation stack, the lookup tables. The FFI parks freed
-//! documents in a small [`pool`], so a steady stream of similar documents
-//! parses without allocating.
+//! vectors and the lookup tables (validation's stack is one per thread,
+//! see [`with_scratch`]). The FFI parks freed documents in a small
+//! [`pool`], so a steady stream of similar documents parses without
+//! allocating.
 //!
 //! What reads hand back (decoded strings, member lists, tapes) goes into
 //! buffers the caller passes in, not into the document: results read
 //! through one caller's buffers stay intact while another caller reads the
 //! same document (the FFI gives each its own `qjson_reader`).
+
+use core::cell::RefCell;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Index;
@@ -26,18 +29,30 @@ use crate::validate::{self, DuplicateKeys, Options};
 use crate::values::{number, string};
 
 /// A validated JSON text and the memory to read it.
+///
+/// The fields a parse touches come first, in declaration order
+/// (`repr(C)`), and the pool reads only `held`: see "Cold documents" in
+/// [`pool`]. Every method that reads through `lookup` sets `read` and
+/// then calls `remeasure`.
 #[derive(Debug)]
+#[repr(C)]
 pub struct Document<'a> {
     src: &'a [u8],
-    opts: Options,
-    index: Index,
-    walk: validate::Scratch,
-    lookup: Lookup,
-    /// A JSON Pointer token with `~` escapes, decoded.
-    token: Vec<u8>,
+    /// [`Document::retained_bytes`], kept current by every load and read:
+    /// the pool's measure of the document, which it takes without
+    /// touching anything else.
+    held: usize,
     /// Bytes the last [`Document::load`] allocated beyond what the
     /// document already held.
     grown: usize,
+    opts: Options,
+    /// Whether reads since the last load may have left state in `lookup`
+    /// (which a load then clears; otherwise its memory is not touched).
+    read: bool,
+    index: Index,
+    /// A JSON Pointer token with `~` escapes, decoded.
+    token: Vec<u8>,
+    lookup: Lookup,
 }
 
 impl Default for Document<'_> {
@@ -51,12 +66,13 @@ impl<'a> Document<'a> {
     pub fn new() -> Document<'a> {
         Document {
             src: b"",
-            opts: Options::default(),
-            index: Index::default(),
-            walk: validate::Scratch::default(),
-            lookup: Lookup::default(),
-            token: Vec::new(),
+            held: 0,
             grown: 0,
+            opts: Options::default(),
+            read: false,
+            index: Index::default(),
+            token: Vec::new(),
+            lookup: Lookup::default(),
         }
     }
 
@@ -97,9 +113,13 @@ impl<'a> Document<'a> {
             // SAFETY: `stage1` is stage 1 (see above), so the index is its
             // output for `src`: offsets of bytes of `src`, each string's
             // quotes consecutive entries.
-            unsafe { validate::validate_unchecked(src, &mut self.index, opts, &mut self.walk) }
+            with_scratch(|scratch| unsafe {
+                validate::validate_unchecked(src, &mut self.index, opts, scratch)
+            })
         });
         self.grown = self.load_bytes().saturating_sub(held);
+        // A load grows only the index.
+        self.held += self.grown;
         if let Err(e) = parsed {
             self.index.clear();
             return Err(e);
@@ -118,28 +138,27 @@ impl<'a> Document<'a> {
     }
 
     /// Bytes of native heap this document holds: the index, the lookup
-    /// tables and the validation scratch.
+    /// tables and the token buffer.
     pub fn retained_bytes(&self) -> usize {
-        self.index.retained_bytes()
-            + self.walk.retained_bytes()
-            + self.lookup.retained_bytes()
-            + self.token.capacity()
+        self.index.retained_bytes() + self.token.capacity() + self.lookup.retained_bytes()
     }
 
-    /// Bytes of the memory a load can grow: the index and the validation
-    /// scratch (the lookup tables and the token buffer grow on reads
-    /// only, and a load keeps them as they are), so that their growth
-    /// over a load is [`Document::grown_bytes`].
+    /// Bytes of the memory a load can grow: the index (the lookup tables
+    /// and the token buffer grow on reads only, and a load keeps them as
+    /// they are), so that its growth over a load is
+    /// [`Document::grown_bytes`].
     #[inline]
     fn load_bytes(&self) -> usize {
-        self.index.retained_bytes() + self.walk.retained_bytes()
+        self.index.retained_bytes()
     }
 
     /// Forgets the text, keeping the memory.
     pub fn unload(&mut self) {
         self.src = b"";
         self.index.clear();
-        self.lookup.clear();
+        if core::mem::take(&mut self.read) {
+            self.lookup.clear();
+        }
     }
 
     /// The JSON text.
@@ -199,6 +218,7 @@ impl<'a> Document<'a> {
                 unescape_token(token, &mut decoded);
                 let found = self.member(at, &decoded);
                 self.token = decoded;
+                self.remeasure();
                 found
             }
             (ValueType::Object, Step::Token(key)) => self.member(at, key),
@@ -236,8 +256,19 @@ impl<'a> Document<'a> {
             return None;
         }
         let last_wins = self.last_wins();
-        self.lookup
-            .member(self.src, &mut self.index, obj, key, last_wins)
+        self.read = true;
+        let found = self
+            .lookup
+            .member(self.src, &mut self.index, obj, key, last_wins);
+        self.remeasure();
+        found
+    }
+
+    /// Brings `held` up to date after a read, which may have grown the
+    /// lookup tables.
+    #[inline(always)]
+    fn remeasure(&mut self) {
+        self.held = self.retained_bytes();
     }
 
     fn last_wins(&self) -> bool {
@@ -271,8 +302,10 @@ impl<'a> Document<'a> {
             return None;
         }
         let last_wins = self.last_wins();
+        self.read = true;
         self.lookup
             .members(self.src, &mut self.index, obj, every, last_wins, out);
+        self.remeasure();
         Some(out)
     }
 
@@ -321,10 +354,12 @@ impl<'a> Document<'a> {
         if tree.value_type(array) != ValueType::Array || index >= tree.count(array) as usize {
             return None;
         }
-        Some(
-            self.lookup
-                .element(self.src, &mut self.index, array, index as u32),
-        )
+        self.read = true;
+        let element = self
+            .lookup
+            .element(self.src, &mut self.index, array, index as u32);
+        self.remeasure();
+        Some(element)
     }
 
     /// The type of the value at `at` (a cursor from [`Document::find`]).
@@ -374,15 +409,52 @@ impl<'a> Document<'a> {
             ValueType::Array => Some(tree.count(at) as usize),
             ValueType::Object => {
                 let last_wins = self.last_wins();
+                self.read = true;
                 let distinct = self
                     .lookup
                     .distinct_keys(self.src, &mut self.index, at, last_wins);
+                self.remeasure();
                 Some(distinct as usize)
             }
             _ => None,
         }
     }
 }
+
+/// Validation's working memory (its stack of open containers, the keys of
+/// the objects being checked), one per thread, lent to each load.
+///
+/// Per document it was cold: the FFI's documents are freed by the Lua
+/// collector a cycle after their parse, thousands at once, so each parse
+/// meets its document's memory after thousands of others have passed
+/// through the cache, and every line it touches is a miss (see "Cold
+/// documents" in [`pool`]). Shared, it stays in cache. A load that grew
+/// it past [`SCRATCH_KEEP_BYTES`] (a body of millions of keys under
+/// `duplicate_keys = "error"`) gives that memory back at once.
+fn with_scratch<R>(f: impl FnOnce(&mut validate::Scratch) -> R) -> R {
+    thread_local! {
+        static SCRATCH: RefCell<validate::Scratch> = const { RefCell::new(validate::Scratch::new()) };
+    }
+    let mut f = Some(f);
+    let shared = SCRATCH.try_with(|cell| {
+        let mut scratch = cell.try_borrow_mut().ok()?;
+        let result = f.take().map(|f| f(&mut scratch));
+        if scratch.retained_bytes() > SCRATCH_KEEP_BYTES {
+            *scratch = validate::Scratch::new();
+        }
+        result
+    });
+    match (shared, f) {
+        (Ok(Some(result)), _) => result,
+        // The thread is exiting (its scratch is gone), or a load runs
+        // inside another on this thread (none does today).
+        (_, Some(f)) => f(&mut validate::Scratch::new()),
+        (_, None) => unreachable!("the load ran, so it returned"),
+    }
+}
+
+/// The most memory the shared validation scratch keeps between loads.
+const SCRATCH_KEEP_BYTES: usize = 1 << 20;
 
 /// Freed documents kept for reuse by the FFI.
 pub mod pool {
@@ -415,6 +487,20 @@ pub mod pool {
     /// the allocator once the cycles shrink. (Not what the cycle handed
     /// back: documents taken and handed back one at a time, as eager
     /// decodes do, would count again each time.)
+    ///
+    /// # Cold documents
+    ///
+    /// The same sweeps make every parked document cold: it comes back a
+    /// cycle (thousands of parses) after it was last used, so each cache
+    /// line a parse touches in it is likely a miss, where cjson's tables
+    /// come from memory the collector's sweep has just touched. So a parse
+    /// touches as few lines of a document as it can: validation's scratch
+    /// is shared per thread, the lookup state is cleared only after reads
+    /// used it, the fields a parse uses come first in the struct, and
+    /// parking reads one field (`held`) instead of every buffer's
+    /// capacity. Data misses of a simulated 512 KB L2 per decode and reads
+    /// of an SSE event went from 48 to 40, of the tool call from 30 to 21
+    /// (cjson: under 1; `MISSES=1 tools/lua_insns.sh sse-read tool-read`).
     struct Parked {
         /// Each document with its `cost`, measured when it was parked (a
         /// parked document's memory does not change), oldest first.
@@ -463,7 +549,7 @@ pub mod pool {
         #[must_use]
         fn give_back(&mut self, doc: Box<Document<'static>>) -> Option<Box<Document<'static>>> {
             self.out = self.out.saturating_sub(1);
-            if doc.retained_bytes() > MAX_DOCUMENT_BYTES {
+            if doc.held > MAX_DOCUMENT_BYTES {
                 return Some(doc);
             }
             let bytes = cost(&doc);
@@ -505,7 +591,7 @@ pub mod pool {
 
     /// What parking `doc` counts against the budget.
     fn cost(doc: &Document<'static>) -> usize {
-        doc.retained_bytes()
+        doc.held
             + std::mem::size_of::<Document<'static>>()
             + std::mem::size_of::<(Box<Document<'static>>, usize)>()
     }

@@ -416,3 +416,42 @@ fn load_with_runs_the_named_kernel_and_agrees_with_load() {
         assert_eq!(err.unwrap_err().code, ErrorCode::BadKernel);
     }
 }
+
+#[test]
+fn the_pools_measure_follows_every_load_and_read() {
+    let wide = format!(
+        "{{{}\"k~\":[{}0]}}",
+        (0..40)
+            .map(|i| format!("\"key{i}\":{i},"))
+            .collect::<String>(),
+        "7,".repeat(1_000)
+    );
+    fn load<'a>(d: &mut Document<'a>, text: &'a [u8]) {
+        d.load(text, &Options::default()).unwrap();
+        assert_eq!(d.held, d.retained_bytes(), "after a load");
+        assert_eq!(d.lookup_table_bytes(), 0, "a load clears the tables");
+    }
+    let mut d = Document::new();
+    let check = |d: &Document<'_>, what: &str| {
+        assert_eq!(d.held, d.retained_bytes(), "after {what}");
+    };
+    for text in [wide.as_bytes(), CHAT, wide.as_bytes()] {
+        load(&mut d, text);
+        // The wide object's table (after its walks), the array's (a read
+        // far from the last), a decoded pointer token, a member list.
+        for _ in 0..12 {
+            let _ = d.find(0, b"key33");
+        }
+        check(&d, "member reads");
+        let _ = d.find(0, b"/k~0/900");
+        check(&d, "a pointer and an element far on");
+        let _ = d.members(0, false, &mut Vec::new());
+        check(&d, "members");
+        load(&mut d, text);
+        // The wide object's table again, built by len alone.
+        let _ = d.len(0);
+        check(&d, "len");
+        assert!(d.lookup_table_bytes() > 0 || text == CHAT);
+        load(&mut d, text);
+    }
+}

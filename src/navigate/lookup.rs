@@ -82,18 +82,23 @@ const NONE: Recent = Recent {
 };
 
 /// The lookup tables of one document; see the module docs.
+///
+/// The buffers come first (`repr(C)`): measuring a document's memory
+/// reads their capacities, and should touch as few cache lines as it can
+/// (see [`crate::document::pool`]).
 #[derive(Debug)]
+#[repr(C)]
 pub struct Lookup {
     /// Every table, back to back. An array's table is its element entries;
     /// an object's is its distinct-key count, then its [`KeyTable`] slots.
     words: Vec<u32>,
     /// Where each table starts in `words`, by table number.
     tables: Vec<usize>,
+    /// A decoded key, for hashing keys with escapes.
+    key: Vec<u8>,
     recent: [Recent; RECENT],
     /// The slot of `recent` to replace next.
     next_recent: usize,
-    /// A decoded key, for hashing keys with escapes.
-    key: Vec<u8>,
     /// Values stepped over and keys compared or hashed so far: the work
     /// reads cost, for tests and benchmarks that check it stays linear.
     work: u64,
@@ -104,9 +109,9 @@ impl Default for Lookup {
         Lookup {
             words: Vec::new(),
             tables: Vec::new(),
+            key: Vec::new(),
             recent: [NONE; RECENT],
             next_recent: 0,
-            key: Vec::new(),
             work: 0,
         }
     }

@@ -133,6 +133,15 @@ pub struct Scratch {
 }
 
 impl Scratch {
+    /// An empty scratch, holding no memory.
+    pub const fn new() -> Scratch {
+        Scratch {
+            slots: Vec::new(),
+            key: Vec::new(),
+            work: 0,
+        }
+    }
+
     /// Bytes of heap held for the next document.
     pub fn retained_bytes(&self) -> usize {
         self.slots.capacity() * size_of::<u32>() + self.key.capacity()

@@ -89,6 +89,15 @@ pub struct Scratch {
 }
 
 impl Scratch {
+    /// An empty scratch, holding no memory.
+    pub const fn new() -> Scratch {
+        Scratch {
+            frames: Vec::new(),
+            keys: Vec::new(),
+            duplicates: duplicates::Scratch::new(),
+        }
+    }
+
     /// The work duplicate-key checks have done with this scratch (see
     /// [`duplicates::Scratch::work`]).
     pub fn duplicate_work(&self) -> u64 {
