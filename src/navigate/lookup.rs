@@ -83,9 +83,9 @@ const NONE: Recent = Recent {
 
 /// The lookup tables of one document; see the module docs.
 ///
-/// The buffers come first (`repr(C)`): measuring a document's memory
-/// reads their capacities, and should touch as few cache lines as it can
-/// (see [`crate::document::pool`]).
+/// The buffers come first (`repr(C)`): a document remeasures its memory
+/// after each read, from their capacities, and should touch as few cache
+/// lines doing it as it can (see [`crate::document::pool`]).
 #[derive(Debug)]
 #[repr(C)]
 pub struct Lookup {
