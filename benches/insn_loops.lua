@@ -34,10 +34,19 @@ local function set_and_encode(lib, text, key, value)
     return #lib.encode(t)
 end
 
-local workloads = {
+local workloads
+workloads = {
     ["tool-read"] = function(lib, k)
         local t = lib.decode(TOOL)
         return #t.order_id + t.options.max_items + k
+    end,
+    -- The same reads through qjson.parse's getters (cjson: tool-read).
+    ["tool-get"] = function(lib, k)
+        if not lib.parse then
+            return workloads["tool-read"](lib, k)
+        end
+        local d = lib.parse(TOOL)
+        return #d:get_str("order_id") + d:get_f64("options.max_items") + k
     end,
     ["tool-modify"] = function(lib, k)
         return set_and_encode(lib, TOOL, "order_id", "B-" .. k)
@@ -59,6 +68,13 @@ local workloads = {
         local delta = t.choices[1].delta
         return #t.model + #(delta.content or "") + k
     end,
+    ["sse-get"] = function(lib, k)
+        if not lib.parse then
+            return workloads["sse-read"](lib, k)
+        end
+        local d = lib.parse(SSE)
+        return #d:get_str("model") + #(d:get("choices[0].delta.content") or "") + k
+    end,
     ["sse-modify"] = function(lib, k)
         return set_and_encode(lib, SSE, "model", "gpt-4o-" .. k)
     end,
@@ -75,6 +91,7 @@ local workloads = {
 local libraries = {
     qjson = {
         decode = qjson.decode,
+        parse = qjson.parse,
         eager = function(s) return qjson.decode(s, EAGER) end,
         encode = qjson.encode,
     },

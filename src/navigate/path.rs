@@ -90,6 +90,7 @@ impl<'p> Path<'p> {
         Some(Ok(Step::Index(parse_index(&self.bytes[start..end]))))
     }
 
+    #[inline(always)]
     fn next_key(&mut self, start: usize) -> Option<Result<Step<'p>>> {
         let len = self.bytes[start..]
             .iter()
@@ -106,6 +107,7 @@ impl<'p> Path<'p> {
 impl<'p> Iterator for Path<'p> {
     type Item = Result<Step<'p>>;
 
+    #[inline(always)]
     fn next(&mut self) -> Option<Result<Step<'p>>> {
         if self.at >= self.bytes.len() {
             return None;
