@@ -9,9 +9,9 @@
 --   luajit benches/string_interning.lua [N ...]     default: 10000 20000 40000
 --   luajit benches/string_interning.lua --pause [P ...]   default: 100 200 400 1000
 --
--- Which bytes the hash reads is drawn at random when the process starts
--- (OpenResty's luajit2 on x86-64), so whether a set of strings collides,
--- and how much, changes from one process to the next: run it a few times.
+-- Whether a set of strings collides, and how much, changes from one
+-- process to the next with Debian's luajit2 on x86-64 (which bytes the
+-- hash reads appears to be drawn per process): run it a few times.
 --
 -- For each N: a JSON array of N strings of 308 bytes that differ in 8
 -- digits at their start, or in their middle; the time of cjson.decode, of
