@@ -54,6 +54,10 @@ Doc.__index = Doc
 -- freed: the first array slot, which the lazy states of
 -- lua/qjson/lazy.lua keep their other fields beside.
 local PTR = 1
+-- A document's slot in the tracking lists and the native bytes its parse
+-- allocated anew, beside PTR in the array part: as named fields they made
+-- the root's hash part 8 nodes instead of 4 (see `_M.new`).
+local SLOT, BYTES = 2, 3
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -395,14 +399,15 @@ function Doc:free()
     if state[PTR] then
         state[PTR] = false
         if idle() then
-            release(state.slot)
+            release(state[SLOT])
         else
             pending_count = pending_count + 1
-            pending[pending_count] = state.slot
-            alive[state.slot] = PENDING
+            pending[pending_count] = state[SLOT]
+            alive[state[SLOT]] = PENDING
         end
         -- Memory given back now needs no collector work to find it.
-        native_debt = native_debt > state.bytes and native_debt - state.bytes or 0
+        local bytes = state[BYTES]
+        native_debt = native_debt > bytes and native_debt - bytes or 0
     end
 end
 
@@ -486,12 +491,13 @@ _M.address_of = address_of
 -- read. The root document is its own state (one table per parse); a
 -- cursor refers to its root's.
 function _M.new(ptr, src, safe, bytes)
-    -- _doc and slot are in the constructor so that setting them does not
-    -- grow the table; the handle is its [PTR].
-    local root = setmetatable({ ptr, src = src, safe = safe, _at = 0, _doc = false,
-                                slot = 0, bytes = bytes }, Doc)
+    -- _doc and the slot are in the constructor so that setting them does
+    -- not grow the table; the handle is its [PTR]. Four named fields: the
+    -- hash part has four nodes.
+    local root = setmetatable({ ptr, 0, bytes, src = src, safe = safe, _at = 0,
+                                _doc = false }, Doc)
     root._doc = root
-    root.slot = track(root, address_of(ptr), bytes)
+    root[SLOT] = track(root, address_of(ptr), bytes)
     return root
 end
 
