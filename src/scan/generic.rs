@@ -110,14 +110,18 @@ pub(crate) trait Simd: Copy {
     /// something branch-free.
     ///
     /// # Safety
-    /// `out` must be valid for writing 64 `u32`s; slots past the count
-    /// may be overwritten with anything.
+    /// `out` must be valid for writing `bits.count_ones()` plus
+    /// [`WRITE_SLACK`] `u32`s; the slack may be overwritten with anything.
     #[inline(always)]
     unsafe fn write_offsets(self, out: *mut u32, base: u32, bits: u64) -> *mut u32 {
         // SAFETY: forwarded from the caller.
         unsafe { write_offsets_one_by_one(out, base, bits) }
     }
 }
+
+/// How many slots past its offsets [`Simd::write_offsets`] may write:
+/// the writers store 8 at a time.
+pub(crate) const WRITE_SLACK: usize = 8;
 
 /// The default [`Simd::write_offsets`]: 8 slots written unconditionally,
 /// 8 more only past 8 bits, a loop only past 16. Most blocks of dense
@@ -134,7 +138,8 @@ pub(crate) unsafe fn write_offsets_one_by_one(out: *mut u32, base: u32, mut bits
             // Volatile only so that LLVM keeps these plain 4-byte stores:
             // it otherwise packs the 8 offsets into a vector with
             // `vpinsrd`, measured 15-25% slower on the corpus.
-            // SAFETY: i < 64 and the caller provides 64 slots.
+            // SAFETY: i < 8, or i < 16 with more than 8 bits, or i <
+            // count: below count + 8, which the caller provides.
             unsafe {
                 out.add(i)
                     .write_volatile(base.wrapping_add(bits.trailing_zeros()))
@@ -156,20 +161,33 @@ pub(crate) unsafe fn write_offsets_one_by_one(out: *mut u32, base: u32, mut bits
 /// Appends, for each `(base, bits)` of `masks` in order, the offsets of
 /// the set bits (see [`Simd::write_offsets`]) to `out`.
 ///
-/// Room for 64 offsets per mask is reserved once, so the loop keeps its
-/// cursor in a register: through `Vec::push` (or `reserve` and `set_len`
-/// per mask) the length goes to memory and back for every block, a
+/// Room for all the offsets is made once, so the loop keeps its cursor
+/// in a register: through `Vec::push` (or `reserve` and `set_len` per
+/// mask) the length goes to memory and back for every block, a
 /// loop-carried trip that each block's writes wait on.
+///
+/// When the vector lacks room for 64 offsets per mask, it grows by what
+/// the masks hold, not by that bound: a pooled document keeps its
+/// capacity, and a 282-byte SSE event kept 1 280 bytes for its 62
+/// offsets. (Counting every run's bits instead cost stage 1 4-5% more
+/// instructions on the corpus.)
 #[inline(always)]
 fn push_masks<S: Simd>(simd: S, out: &mut Vec<u32>, masks: &[(u32, u64)]) {
-    out.reserve(64 * masks.len());
+    if out.capacity() - out.len() < 64 * masks.len() + WRITE_SLACK {
+        let total: usize = masks
+            .iter()
+            .map(|&(_, bits)| bits.count_ones() as usize)
+            .sum();
+        out.reserve(total + WRITE_SLACK);
+    }
     let start = out.len();
     let dst = out.spare_capacity_mut().as_mut_ptr().cast::<u32>();
     let mut cursor = dst;
     for &(base, bits) in masks {
-        // SAFETY: before mask k the cursor is at most 64 k slots past
-        // `dst` (each mask adds at most 64), so the 64 slots from it lie
-        // within the 64 * masks.len() reserved above.
+        // SAFETY: before each mask the cursor is past the offsets of the
+        // masks before it, so this mask's offsets and the slack after
+        // them lie within the spare capacity: 64 per mask plus the
+        // slack, or all the masks' offsets plus the slack (above).
         cursor = unsafe { simd.write_offsets(cursor, base, bits) };
     }
     // SAFETY: write_offsets initialised the slots from `dst` to `cursor`,
@@ -303,8 +321,8 @@ fn step<S: Simd>(simd: S, block: &S::Block, carry: &mut Carry) -> Found {
     }
 }
 
-/// Blocks scanned before their structurals are written out: bounds what
-/// a document's index reserves beyond its entries to 64 x 64 slots.
+/// Blocks scanned before their structurals are written out: the size of
+/// the scan's two arrays of block masks.
 const RUN: usize = 64;
 
 /// Runs stage 1 over `input`, appending to `index.positions` and
