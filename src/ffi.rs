@@ -342,14 +342,15 @@ fn convert_options(o: &qjson_options) -> Option<Options> {
     })
 }
 
-/// Bytes of native heap held by a document (0 for NULL).
+/// Bytes of native heap held by a document: the document itself and
+/// what it retains (0 for NULL).
 ///
 /// # Safety
 /// `doc` is NULL or a live document from `qjson_parse`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qjson_memory(doc: *const qjson_doc) -> usize {
     // SAFETY: the caller guarantees doc is NULL or a live document.
-    unsafe { doc.as_ref() }.map_or(0, Document::retained_bytes)
+    unsafe { doc.as_ref() }.map_or(0, |d| size_of::<Document>() + d.retained_bytes())
 }
 
 /// Ends a collection cycle for the pool of freed documents (see

@@ -411,8 +411,8 @@ function Doc:free()
     end
 end
 
--- Bytes of native memory the document holds (its index, lookup tables and
--- scratch), which the garbage collector cannot see.
+-- Bytes of native memory the document holds (itself, its index, lookup
+-- tables and scratch), which the garbage collector cannot see.
 function Doc:memory()
     local ptr = handle(self)
     if not ptr then return freed(self) end

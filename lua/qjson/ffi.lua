@@ -157,8 +157,8 @@ qjson_doc *qjson_parse(const char *json, size_t len, const qjson_options *option
 /* Releases a document. NULL is ignored. */
 void qjson_free(qjson_doc *doc);
 
-/* Bytes of native heap the document holds (its index, lookup tables and
-   scratch), which a garbage collector cannot see; 0 for NULL. */
+/* Bytes of native heap the document holds (itself, its index, lookup
+   tables and scratch), which a garbage collector cannot see; 0 for NULL. */
 size_t qjson_memory(const qjson_doc *doc);
 
 /* Tells the pool of freed documents that a collection cycle of the caller's
