@@ -355,7 +355,11 @@ fn a_fresh_index_holds_its_entries_and_the_writers_slack() {
     // What a pooled document keeps for good: not 64 slots per block.
     let sse = br#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1763700000,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}"#;
     let tool = br#"{"order_id":"A-20931","options":{"history":true,"max_items":25}}"#;
-    for text in [&tool[..], sse, b"[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19]"] {
+    for text in [
+        &tool[..],
+        sse,
+        b"[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19]",
+    ] {
         for kernel in supported_kernels() {
             let mut index = Index::default();
             scan_with(kernel, text, &mut index).unwrap();
