@@ -50,8 +50,6 @@ pub struct Document<'a> {
     /// (which a load then clears; otherwise its memory is not touched).
     read: bool,
     index: Index,
-    /// A JSON Pointer token with `~` escapes, decoded.
-    token: Vec<u8>,
     lookup: Lookup,
 }
 
@@ -71,7 +69,6 @@ impl<'a> Document<'a> {
             opts: Options::default(),
             read: false,
             index: Index::default(),
-            token: Vec::new(),
             lookup: Lookup::default(),
         }
     }
@@ -137,14 +134,14 @@ impl<'a> Document<'a> {
         self.grown
     }
 
-    /// Bytes of native heap this document holds: the index, the lookup
-    /// tables and the token buffer.
+    /// Bytes of native heap this document holds: the index and what its
+    /// reads grew (lookup tables, decoded keys and tokens).
     pub fn retained_bytes(&self) -> usize {
-        self.index.retained_bytes() + self.token.capacity() + self.lookup.retained_bytes()
+        self.index.retained_bytes() + self.lookup.retained_bytes()
     }
 
     /// Bytes of the memory a load can grow: the index (the lookup tables
-    /// and the token buffer grow on reads only, and a load keeps them as
+    /// and the read buffers grow on reads only, and a load keeps them as
     /// they are), so that its growth over a load is
     /// [`Document::grown_bytes`].
     #[inline]
@@ -214,10 +211,10 @@ impl<'a> Document<'a> {
         match (self.tree().value_type(at), step) {
             (ValueType::Object, Step::Key(key)) => self.member(at, key),
             (ValueType::Object, Step::Token(token)) if token.contains(&b'~') => {
-                let mut decoded = core::mem::take(&mut self.token);
+                let mut decoded = self.lookup.take_token();
                 unescape_token(token, &mut decoded);
                 let found = self.member(at, &decoded);
-                self.token = decoded;
+                self.lookup.put_token(decoded);
                 self.remeasure();
                 found
             }

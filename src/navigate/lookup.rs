@@ -84,18 +84,13 @@ const NONE: Recent = Recent {
 /// The lookup tables of one document; see the module docs.
 ///
 /// The buffers come first (`repr(C)`): a document remeasures its memory
-/// after each read, from their capacities, and should touch as few cache
-/// lines doing it as it can (see [`crate::document::pool`]).
+/// after each read, and should touch as few cache lines doing it as it
+/// can (see [`crate::document::pool`]).
 #[derive(Debug)]
 #[repr(C)]
 pub struct Lookup {
-    /// Every table, back to back. An array's table is its element entries;
-    /// an object's is its distinct-key count, then its [`KeyTable`] slots.
-    words: Vec<u32>,
-    /// Where each table starts in `words`, by table number.
-    tables: Vec<usize>,
-    /// A decoded key, for hashing keys with escapes.
-    key: Vec<u8>,
+    /// The buffers reads grow, made by the first read that needs one.
+    buffers: Option<Box<Buffers>>,
     recent: [Recent; RECENT],
     /// The slot of `recent` to replace next.
     next_recent: usize,
@@ -104,12 +99,44 @@ pub struct Lookup {
     work: u64,
 }
 
+/// What a document's reads may grow, apart from the document: most small
+/// documents are read without building a table or decoding a key, and a
+/// pooled document is one of a collection cycle's worth held at once, so
+/// its empty vectors (96 bytes) are kept out of it.
+#[derive(Debug, Default)]
+struct Buffers {
+    /// Every table, back to back. An array's table is its element entries;
+    /// an object's is its distinct-key count, then its [`KeyTable`] slots.
+    words: Vec<u32>,
+    /// Where each table starts in `words`, by table number.
+    tables: Vec<usize>,
+    /// A decoded key, for hashing keys with escapes.
+    key: Vec<u8>,
+    /// A JSON Pointer token with `~` escapes, decoded (see
+    /// [`Lookup::take_token`]).
+    token: Vec<u8>,
+}
+
+/// The buffers in `slot`, made now if there are none yet. (A function of
+/// the field, not a method: callers borrow `work` beside it.)
+fn buffers(slot: &mut Option<Box<Buffers>>) -> &mut Buffers {
+    slot.get_or_insert_with(Box::default)
+}
+
+/// The decoded bytes of the key at entry `e` (see [`decoded`]), through
+/// the buffers in `slot`, which are made only for a key with escapes.
+fn decoded_key<'r>(tree: &Tree<'r>, e: u32, slot: &'r mut Option<Box<Buffers>>) -> &'r [u8] {
+    if tree.has_escapes(e) {
+        decoded(tree, e, &mut buffers(slot).key)
+    } else {
+        tree.string_body(e)
+    }
+}
+
 impl Default for Lookup {
     fn default() -> Self {
         Lookup {
-            words: Vec::new(),
-            tables: Vec::new(),
-            key: Vec::new(),
+            buffers: None,
             recent: [NONE; RECENT],
             next_recent: 0,
             work: 0,
@@ -140,21 +167,40 @@ fn tree<'t>(src: &'t [u8], index: &'t Index) -> Tree<'t> {
 impl Lookup {
     /// Forgets every table (the document is unloaded), keeping the memory.
     pub fn clear(&mut self) {
-        self.words.clear();
-        self.tables.clear();
+        if let Some(b) = &mut self.buffers {
+            b.words.clear();
+            b.tables.clear();
+        }
         self.recent = [NONE; RECENT];
     }
 
     /// Bytes of heap held.
     pub fn retained_bytes(&self) -> usize {
-        self.words.capacity() * size_of::<u32>()
-            + self.tables.capacity() * size_of::<usize>()
-            + self.key.capacity()
+        self.buffers.as_ref().map_or(0, |b| {
+            size_of::<Buffers>()
+                + b.words.capacity() * size_of::<u32>()
+                + b.tables.capacity() * size_of::<usize>()
+                + b.key.capacity()
+                + b.token.capacity()
+        })
     }
 
     /// Bytes of the tables built for the current document.
     pub fn table_bytes(&self) -> usize {
-        self.words.len() * size_of::<u32>() + self.tables.len() * size_of::<usize>()
+        self.buffers.as_ref().map_or(0, |b| {
+            b.words.len() * size_of::<u32>() + b.tables.len() * size_of::<usize>()
+        })
+    }
+
+    /// Lends out the buffer for a decoded JSON Pointer token, to be handed
+    /// back with [`Lookup::put_token`] once the read that uses it is done.
+    pub fn take_token(&mut self) -> Vec<u8> {
+        core::mem::take(&mut buffers(&mut self.buffers).token)
+    }
+
+    /// Takes back the buffer [`Lookup::take_token`] lent out.
+    pub fn put_token(&mut self, token: Vec<u8>) {
+        buffers(&mut self.buffers).token = token;
     }
 
     /// The work done by reads so far (see the field); it only grows.
@@ -163,10 +209,10 @@ impl Lookup {
     }
 
     /// Starts a new table in `words` and returns its number.
-    fn new_table(&mut self) -> u32 {
-        self.tables.push(self.words.len());
+    fn new_table(b: &mut Buffers) -> u32 {
+        b.tables.push(b.words.len());
         // Fewer tables than containers, and containers than index entries.
-        (self.tables.len() - 1) as u32
+        (b.tables.len() - 1) as u32
     }
 
     /// The entry of element `i` of the array at `array`, which has more
@@ -180,7 +226,8 @@ impl Lookup {
             let state = index.links[slot];
             if state != 0 {
                 self.work += 1;
-                return self.words[self.tables[state as usize - 1] + i as usize];
+                let b = buffers(&mut self.buffers);
+                return b.words[b.tables[state as usize - 1] + i as usize];
             }
         }
         // The nearest known position at or before i: the start, or a
@@ -193,16 +240,17 @@ impl Lookup {
         }
         match slot {
             Some(slot) if i - from > NEAR => {
-                let table = self.new_table();
-                self.words.reserve(count as usize);
+                let b = buffers(&mut self.buffers);
+                let table = Self::new_table(b);
+                b.words.reserve(count as usize);
                 let mut at = array + 1;
                 for _ in 0..count {
-                    self.words.push(at);
+                    b.words.push(at);
                     at = tree.skip(at) + 1;
                 }
                 self.work += u64::from(count);
                 index.links[slot] = table + 1;
-                self.words[self.tables[table as usize] + i as usize]
+                b.words[b.tables[table as usize] + i as usize]
             }
             _ => {
                 self.work += u64::from(i - from) + 1;
@@ -237,20 +285,21 @@ impl Lookup {
         let slot = obj as usize + 3;
         let len = table_len(count as usize);
         let state = index.links[slot];
+        let b = buffers(&mut self.buffers);
         if state > WALKS {
-            return Some((self.tables[(state - WALKS - 1) as usize], len));
+            return Some((b.tables[(state - WALKS - 1) as usize], len));
         }
         if state < WALKS && !build {
             index.links[slot] = state + 1;
             return None;
         }
-        let table = self.new_table();
-        let start = self.words.len();
-        self.words.resize(start + 1 + len, 0);
-        let mut keys = KeyTable::new(&mut self.words[start + 1..]);
+        let table = Self::new_table(b);
+        let start = b.words.len();
+        b.words.resize(start + 1 + len, 0);
+        let mut keys = KeyTable::new(&mut b.words[start + 1..]);
         let mut distinct = 0;
         for key in tree.keys(obj) {
-            let bytes = decoded(&tree, key, &mut self.key);
+            let bytes = decoded(&tree, key, &mut b.key);
             if keys
                 .insert(&tree, key, bytes, last_wins, &mut self.work)
                 .is_none()
@@ -258,7 +307,7 @@ impl Lookup {
                 distinct += 1;
             }
         }
-        self.words[start] = distinct;
+        b.words[start] = distinct;
         index.links[slot] = WALKS + 1 + table;
         Some((start, len))
     }
@@ -308,7 +357,7 @@ impl Lookup {
         last_wins: bool,
     ) -> Option<Option<u32>> {
         let (start, len) = self.object_table(src, index, obj, last_wins, false)?;
-        let keys = &self.words[start + 1..start + 1 + len];
+        let keys = &buffers(&mut self.buffers).words[start + 1..start + 1 + len];
         Some(find(keys, &tree(src, index), want, &mut self.work).map(|key| key + 3))
     }
 
@@ -328,7 +377,7 @@ impl Lookup {
         if count as usize > PAIRWISE_MAX
             && let Some((start, _)) = self.object_table(src, index, obj, last_wins, true)
         {
-            return self.words[start];
+            return buffers(&mut self.buffers).words[start];
         }
         let mut keys = [0; PAIRWISE_MAX];
         let n = self.small_keys(src, index, obj, &mut keys);
@@ -344,7 +393,7 @@ impl Lookup {
                 tree.string_span(key).len() as u32
             };
         }
-        let buf = &mut self.key;
+        let slot = &mut self.buffers;
         (0..n)
             .filter(|&i| {
                 let li = lens[i];
@@ -352,7 +401,7 @@ impl Lookup {
                     (0..i).filter(|&j| lens[j] == li || lens[j] == u32::MAX || li == u32::MAX);
                 // Each key decoded at most once.
                 earlier.next().is_none_or(|first| {
-                    let key = decoded(&tree, keys[i], buf);
+                    let key = decoded_key(&tree, keys[i], slot);
                     !core::iter::once(first)
                         .chain(earlier)
                         .any(|j| tree.key_is(keys[j], key))
@@ -404,8 +453,9 @@ impl Lookup {
         match self.object_table(src, index, obj, last_wins, true) {
             Some((start, len)) => {
                 let tree = tree(src, index);
-                let slots = &self.words[start + 1..start + 1 + len];
-                let (key_buf, work) = (&mut self.key, &mut self.work);
+                let b = buffers(&mut self.buffers);
+                let slots = &b.words[start + 1..start + 1 + len];
+                let (key_buf, work) = (&mut b.key, &mut self.work);
                 out.retain(|&key| {
                     find(slots, &tree, decoded(&tree, key, key_buf), work) == Some(key)
                 });
@@ -416,11 +466,11 @@ impl Lookup {
                 keys[..out.len()].copy_from_slice(out);
                 let all = &keys[..out.len()];
                 let tree = tree(src, index);
-                let key_buf = &mut self.key;
+                let slot = &mut self.buffers;
                 let mut i = 0;
                 out.retain(|&key| {
                     i += 1;
-                    let key = decoded(&tree, key, key_buf);
+                    let key = decoded_key(&tree, key, slot);
                     !all[i..].iter().any(|&later| tree.key_is(later, key))
                 });
             }
