@@ -6,7 +6,8 @@
 --   luajit benches/insn_loops.lua WORKLOAD N
 --
 -- runs WORKLOAD N times over the payloads of make bench (benches/
--- payloads.lua): the 64-byte tool call and one SSE chunk. Two runs that
+-- payloads.lua): the 64-byte tool call and one SSE chunk, and a 4.5 KB
+-- chat request in Chinese. Two runs that
 -- differ only in N differ by N workloads' instructions (start-up, JIT
 -- compilation and warm-up cancel), which is how tools/lua_insns.sh
 -- reports instructions per workload. cjson is the first cjson on
@@ -20,6 +21,7 @@ local payloads = require("payloads")
 
 local TOOL = payloads.TOOL_CALL
 local SSE = payloads.sse_events(3)[2]
+local CJK = payloads.chat_cjk(4096)
 local EAGER = { lazy = false }
 
 -- Each workload: one decode of library `lib` and what a handler does
@@ -85,6 +87,12 @@ workloads = {
     end,
     ["sse-add"] = function(lib, k)
         return set_and_encode(lib, SSE, "x_gateway", k)
+    end,
+    -- A 4.5 KB chat request in Chinese, decoded to plain tables: its
+    -- strings' UTF-8 checks (src/eager/walk.rs).
+    ["cjk-eager"] = function(lib, k)
+        local t = lib.eager(CJK)
+        return #t.messages[#t.messages].content + k
     end,
 }
 

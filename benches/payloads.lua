@@ -1,6 +1,6 @@
 -- Deterministic benchmark payloads (no downloads): the chat-completion
--- request ladder, a GitHub-API-shaped response and the events of a
--- streamed chat completion. The same arguments always give the same bytes.
+-- request ladder, one in Chinese, a GitHub-API-shaped response and the
+-- events of a streamed chat completion. The same arguments always give the same bytes.
 --
 --   luajit benches/payloads.lua DIR     writes each payload to DIR/<name>.json
 --                                        and prints the paths (for the native
@@ -123,6 +123,31 @@ function _M.chat(bytes)
     end
     return '{"model":"gpt-4o","temperature":0.7,"max_tokens":512,"messages":['
         .. concat(parts, ",") .. "]}"
+end
+
+-- The UTF-8 bytes of the CJK ideograph U+4E00 + `k` (k < 4096).
+local function ideograph(k)
+    local c = 0x4e00 + k
+    return string.char(0xe0 + rshift(c, 12), 0x80 + band(rshift(c, 6), 0x3f), 0x80 + band(c, 0x3f))
+end
+
+-- A chat-completion request of about `bytes` bytes whose messages are
+-- text in Chinese (CJK ideographs, 3 bytes each, up to 400 per message),
+-- as a gateway in front of a Chinese-language model sees them.
+function _M.chat_cjk(bytes)
+    local messages, size, x = {}, 40, 88172645
+    while size < bytes do
+        x = xorshift(x)
+        local chars = {}
+        for i = 1, 20 + band(x, 0x7fffffff) % 380 do
+            x = xorshift(x)
+            chars[i] = ideograph(band(x, 0x7fffffff) % 3000)
+        end
+        local role = #messages % 2 == 0 and "user" or "assistant"
+        messages[#messages + 1] = format('{"role":"%s","content":"%s。"}', role, concat(chars))
+        size = size + #messages[#messages] + 1
+    end
+    return '{"model":"qwen-max","messages":[' .. concat(messages, ",") .. "]}"
 end
 
 local WORDS = {

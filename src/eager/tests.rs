@@ -456,3 +456,27 @@ fn numbers_are_the_parsers() {
         }
     }
 }
+
+#[test]
+fn strings_of_every_length_around_the_simd_check_agree_on_utf8() {
+    // Bodies of 1 to 140 bytes (short ones go to core::str::from_utf8,
+    // long ones to the SIMD checker) of 3-byte characters, each with a bad
+    // or cut sequence at every position, as a value and as a key.
+    let bad: [&[u8]; 4] = [b"\xe3\x81", b"\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80"];
+    for chars in 1..=46 {
+        let good = "あ".repeat(chars).into_bytes();
+        for text in [
+            [&b"[\""[..], &good, b"\"]"].concat(),
+            [&b"{\""[..], &good, b"\":1}"].concat(),
+        ] {
+            assert!(agrees(&text, &Options::default()));
+        }
+        for at in 0..=good.len() {
+            for b in bad {
+                let body = [&good[..at], b, &good[at..]].concat();
+                let text = [&b"[\""[..], &body, b"\"]"].concat();
+                assert!(!agrees(&text, &Options::default()));
+            }
+        }
+    }
+}

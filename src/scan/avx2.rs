@@ -43,6 +43,18 @@ unsafe fn scan_avx2(token: Avx2, input: &[u8], index: &mut Index) -> Result<()> 
     unsafe { generic::scan(token, input, index) }
 }
 
+/// Whether `input` is valid UTF-8 ([`generic::is_utf8`]).
+pub(crate) fn is_utf8(token: Avx2, input: &[u8]) -> bool {
+    // SAFETY: an `Avx2` exists, so the CPU has the features below.
+    unsafe { is_utf8_avx2(token, input) }
+}
+
+#[target_feature(enable = "avx2,pclmulqdq,popcnt,bmi1")]
+unsafe fn is_utf8_avx2(token: Avx2, input: &[u8]) -> bool {
+    // SAFETY: the enabled features are those `Avx2` stands for.
+    unsafe { generic::is_utf8(token, input) }
+}
+
 /// Builds a 256-bit vector that repeats a 16-byte table in both lanes
 /// (`vpshufb` looks up within each 128-bit lane).
 #[inline(always)]

@@ -52,6 +52,18 @@ unsafe fn scan_avx512(token: Avx512, input: &[u8], index: &mut Index) -> Result<
     unsafe { generic::scan(token, input, index) }
 }
 
+/// Whether `input` is valid UTF-8 ([`generic::is_utf8`]).
+pub(crate) fn is_utf8(token: Avx512, input: &[u8]) -> bool {
+    // SAFETY: an `Avx512` exists, so the CPU has the features below.
+    unsafe { is_utf8_avx512(token, input) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,pclmulqdq,popcnt,bmi1")]
+unsafe fn is_utf8_avx512(token: Avx512, input: &[u8]) -> bool {
+    // SAFETY: the enabled features are those `Avx512` stands for.
+    unsafe { generic::is_utf8(token, input) }
+}
+
 /// A 512-bit vector repeating a 16-byte table in each 128-bit lane
 /// (`vpshufb` looks up within lanes).
 #[inline(always)]

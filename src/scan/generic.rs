@@ -467,6 +467,32 @@ pub(crate) unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> 
     Ok(())
 }
 
+/// Whether `input` is valid UTF-8, by the kernel's checker alone, block
+/// by block (a block of ASCII costs one test): for a caller that needs
+/// only that verdict (the eager decoder, see `crate::eager`).
+///
+/// # Safety
+/// The CPU must support the instructions `simd` uses (its kernel's
+/// capability token exists).
+#[inline(always)]
+pub(crate) unsafe fn is_utf8<S: Simd>(simd: S, input: &[u8]) -> bool {
+    let mut utf8 = simd.utf8();
+    let mut blocks = input.chunks_exact(64);
+    for block in &mut blocks {
+        // SAFETY: a chunk of `chunks_exact(64)` is 64 readable bytes.
+        utf8.check(&unsafe { simd.load(block.as_ptr()) });
+    }
+    let rest = blocks.remainder();
+    if !rest.is_empty() {
+        // As in `scan`: the tail through a copy padded with spaces.
+        let mut tail = [b' '; 64];
+        tail[..rest.len()].copy_from_slice(rest);
+        // SAFETY: `tail` is 64 readable bytes.
+        utf8.check(&unsafe { simd.load(tail.as_ptr()) });
+    }
+    !utf8.finish()
+}
+
 /// The first `n` entries of `slots`.
 ///
 /// # Safety

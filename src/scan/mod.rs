@@ -234,6 +234,42 @@ unsafe fn run(kernel: Kernel, input: &[u8], index: &mut Index) -> Result<()> {
     }
 }
 
+/// Whether `input` is valid UTF-8, by the active kernel's checker: for
+/// the eager decoder's long strings, where `core::str::from_utf8` goes a
+/// character at a time through text in other scripts. With no usable
+/// kernel (a bad `QJSON_KERNEL`, which `scan` reports),
+/// `core::str::from_utf8`.
+pub fn is_utf8(input: &[u8]) -> bool {
+    match active_kernel() {
+        // SAFETY: active_kernel() only returns kernels this CPU supports.
+        Ok(kernel) => unsafe { utf8_run(kernel, input) },
+        Err(_) => core::str::from_utf8(input).is_ok(),
+    }
+}
+
+/// [`is_utf8`] with `kernel`.
+///
+/// # Safety
+/// The CPU supports `kernel` ([`Kernel::is_supported`]).
+unsafe fn utf8_run(kernel: Kernel, input: &[u8]) -> bool {
+    match kernel {
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        Kernel::Avx2 => {
+            // SAFETY: the caller vouches for the features.
+            avx2::is_utf8(unsafe { avx2::Avx2::new_unchecked() }, input)
+        }
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        Kernel::Avx512 => {
+            // SAFETY: the caller vouches for the features.
+            avx512::is_utf8(unsafe { avx512::Avx512::new_unchecked() }, input)
+        }
+        #[cfg(target_arch = "aarch64")]
+        Kernel::Neon => neon::is_utf8(input),
+        // The scalar kernel's checker is `core::str::from_utf8` itself.
+        _ => core::str::from_utf8(input).is_ok(),
+    }
+}
+
 /// The kernels this CPU can run, for tests and benchmarks.
 pub fn supported_kernels() -> impl Iterator<Item = Kernel> {
     Kernel::ALL.into_iter().filter(|k| k.is_supported())

@@ -72,6 +72,14 @@ unsafe fn scan_pmull(token: Neon<true>, input: &[u8], index: &mut Index) -> Resu
     unsafe { generic::scan(token, input, index) }
 }
 
+/// Whether `input` is valid UTF-8 ([`generic::is_utf8`]); the check needs
+/// no carry-less multiply.
+pub(crate) fn is_utf8(input: &[u8]) -> bool {
+    // SAFETY: NEON is baseline on aarch64, the only target compiling this
+    // file.
+    unsafe { generic::is_utf8(Neon::new(), input) }
+}
+
 /// The prefix XOR as a carry-less multiply by all ones.
 ///
 /// # Safety

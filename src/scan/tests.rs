@@ -372,3 +372,24 @@ fn a_fresh_index_holds_its_entries_and_the_writers_slack() {
         }
     }
 }
+
+#[test]
+fn every_kernel_judges_utf8_as_core_does() {
+    // Random texts (PIECES holds valid and invalid sequences), each also
+    // cut at every length up to 130 bytes, so a sequence lands on every
+    // lane, straddles blocks and is cut short at the end.
+    let mut rng = Rng::new(9);
+    let count = if cfg!(miri) { 4 } else { 400 };
+    for _ in 0..count {
+        let text = random_text(&mut rng, 160);
+        for len in (0..=text.len().min(130)).chain([text.len()]) {
+            let bytes = &text[..len];
+            let want = core::str::from_utf8(bytes).is_ok();
+            for kernel in supported_kernels() {
+                // SAFETY: `supported_kernels` gives kernels this CPU runs.
+                let got = unsafe { utf8_run(kernel, bytes) };
+                assert_eq!(got, want, "kernel {} on {bytes:02x?}", kernel.name());
+            }
+        }
+    }
+}
