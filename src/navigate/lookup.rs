@@ -285,13 +285,14 @@ impl Lookup {
         let slot = obj as usize + 3;
         let len = table_len(count as usize);
         let state = index.links[slot];
-        let b = buffers(&mut self.buffers);
-        if state > WALKS {
-            return Some((b.tables[(state - WALKS - 1) as usize], len));
-        }
         if state < WALKS && !build {
             index.links[slot] = state + 1;
             return None;
+        }
+        // Only now: an object that is walked makes no buffers.
+        let b = buffers(&mut self.buffers);
+        if state > WALKS {
+            return Some((b.tables[(state - WALKS - 1) as usize], len));
         }
         let table = Self::new_table(b);
         let start = b.words.len();
@@ -705,6 +706,29 @@ mod tests {
             let walked = d.tree().step_elements(1, 0, i as u32);
             assert_eq!(d.element(0, i), Some(walked));
         }
+    }
+
+    #[test]
+    fn reads_that_walk_grow_no_memory() {
+        // A wide object searched fewer than WALKS times, a small object
+        // and a short array read in order: no table, no buffers.
+        let wide = String::from_utf8(wide(&numbered_keys(40))).unwrap();
+        let text = format!(r#"{{"wide":{wide},"small":{{"a":1,"b":2}},"arr":[1,2,3]}}"#);
+        let mut d = parse(text.as_bytes());
+        let held = d.retained_bytes();
+        let obj = d.member(0, b"wide").unwrap();
+        for i in 0..WALKS {
+            assert!(d.member(obj, format!("k{i}").as_bytes()).is_some());
+        }
+        let small = d.member(0, b"small").unwrap();
+        assert!(d.member(small, b"b").is_some());
+        assert_eq!(d.len(small), Some(2));
+        let arr = d.member(0, b"arr").unwrap();
+        assert!(d.element(arr, 2).is_some());
+        assert_eq!(d.retained_bytes(), held);
+        // The next search of the wide object builds its table.
+        assert!(d.member(obj, b"k0").is_some());
+        assert!(d.retained_bytes() > held);
     }
 
     #[test]
