@@ -420,13 +420,8 @@ pub(crate) unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> 
         // SAFETY: both point into `found`.
         let mut n = unsafe { found_end.offset_from(found_start) } as usize;
         if pos == whole && pos < len && n < RUN {
-            // Never read past the input: the tail goes through a padded
-            // copy. Spaces are whitespace, so the padding adds no
-            // structure. (A full run leaves the tail to a run of its own.)
-            let mut tail = [b' '; 64];
-            tail[..len - pos].copy_from_slice(&input[pos..]);
-            // SAFETY: `tail` is 64 readable bytes.
-            let block = unsafe { simd.load(tail.as_ptr()) };
+            // (A full run leaves the tail to a run of its own.)
+            let block = load_tail(simd, &input[pos..]);
             utf8.check(&block);
             let f = step(simd, &block, &mut carry);
             if f.control != 0 {
@@ -484,13 +479,20 @@ pub(crate) unsafe fn is_utf8<S: Simd>(simd: S, input: &[u8]) -> bool {
     }
     let rest = blocks.remainder();
     if !rest.is_empty() {
-        // As in `scan`: the tail through a copy padded with spaces.
-        let mut tail = [b' '; 64];
-        tail[..rest.len()].copy_from_slice(rest);
-        // SAFETY: `tail` is 64 readable bytes.
-        utf8.check(&unsafe { simd.load(tail.as_ptr()) });
+        utf8.check(&load_tail(simd, rest));
     }
     !utf8.finish()
+}
+
+/// The last `rest.len()` (< 64) bytes of an input as a block, without
+/// reading past the input: through a copy padded with spaces, which are
+/// whitespace (no structure) and ASCII (valid UTF-8).
+#[inline(always)]
+fn load_tail<S: Simd>(simd: S, rest: &[u8]) -> S::Block {
+    let mut tail = [b' '; 64];
+    tail[..rest.len()].copy_from_slice(rest);
+    // SAFETY: `tail` is 64 readable bytes.
+    unsafe { simd.load(tail.as_ptr()) }
 }
 
 /// The first `n` entries of `slots`.
