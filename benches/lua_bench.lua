@@ -468,6 +468,7 @@ scenarios[#scenarios + 1] = {
     name = "sse",
     texts = function() return payloads.sse_events(200) end,
     workloads = function() return with_plain(workloads_for(shapes.sse)) end,
+    notes = function(texts) memory_per_document(texts[1]) end,
 }
 scenarios[#scenarios + 1] = {
     name = "interleaved",

@@ -121,10 +121,9 @@ fn long_number(src: &[u8], i: usize) -> Option<(usize, f64)> {
 /// checker (`scan::is_utf8`), shorter ones by `core::str::from_utf8`,
 /// which is cheaper for a few characters but goes a character at a time
 /// through text in other scripts: `tools/lua_insns.sh cjk-eager` (a chat
-/// request in Chinese) 70 362 -> 29 640 instructions, an eager decode of
-/// twitter.json (tweets in Japanese) about 7% fewer. One pass from a
-/// text's first such string to its end instead cost citm_catalog, with a
-/// few short ones, 1.4% more instructions.
+/// request in Chinese) 70 362 -> 29 640 instructions. (Not one pass from
+/// a text's first such string to its end: a text with a few short ones
+/// would pay for all the ASCII after them.)
 const SIMD_UTF8_MIN: usize = 64;
 
 /// Whether a string's body (with a byte of 0x80 or more) is valid UTF-8.
