@@ -10,7 +10,7 @@ local ffi = require("ffi")
 local bit = require("bit")
 
 local band, bxor, lshift, rshift = bit.band, bit.bxor, bit.lshift, bit.rshift
-local concat, format = table.concat, string.format
+local concat, format, char = table.concat, string.format, string.char
 
 local _M = {}
 
@@ -128,7 +128,7 @@ end
 -- The UTF-8 bytes of the CJK ideograph U+4E00 + `k` (k < 4096).
 local function ideograph(k)
     local c = 0x4e00 + k
-    return string.char(0xe0 + rshift(c, 12), 0x80 + band(rshift(c, 6), 0x3f), 0x80 + band(c, 0x3f))
+    return char(0xe0 + rshift(c, 12), 0x80 + band(rshift(c, 6), 0x3f), 0x80 + band(c, 0x3f))
 end
 
 -- A chat-completion request of about `bytes` bytes whose messages are
