@@ -13,10 +13,8 @@ use core::arch::x86::*;
 use core::arch::x86_64::*;
 
 use super::classify::{OP_TABLE, WHITESPACE_TABLE};
-use super::generic::{self, Masks, Simd, Utf8Check};
+use super::generic::{Masks, Pass, Simd, Utf8Check};
 use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
-use crate::error::Result;
-use crate::index::Index;
 
 /// Proof that the CPU supports AVX2, PCLMULQDQ, POPCNT and BMI1.
 #[derive(Clone, Copy, Debug)]
@@ -31,28 +29,16 @@ impl Avx2 {
     }
 }
 
-/// Runs stage 1 with this kernel.
-pub(crate) fn scan(token: Avx2, input: &[u8], index: &mut Index) -> Result<()> {
+/// Runs `pass` (stage 1, or the UTF-8 check alone) with this kernel.
+pub(crate) fn run<P: Pass>(token: Avx2, pass: P) -> P::Output {
     // SAFETY: an `Avx2` exists, so the CPU has the features below.
-    unsafe { scan_avx2(token, input, index) }
+    unsafe { run_avx2(token, pass) }
 }
 
 #[target_feature(enable = "avx2,pclmulqdq,popcnt,bmi1")]
-unsafe fn scan_avx2(token: Avx2, input: &[u8], index: &mut Index) -> Result<()> {
+unsafe fn run_avx2<P: Pass>(token: Avx2, pass: P) -> P::Output {
     // SAFETY: the enabled features are those `Avx2` stands for.
-    unsafe { generic::scan(token, input, index) }
-}
-
-/// Whether `input` is valid UTF-8 ([`generic::is_utf8`]).
-pub(crate) fn is_utf8(token: Avx2, input: &[u8]) -> bool {
-    // SAFETY: an `Avx2` exists, so the CPU has the features below.
-    unsafe { is_utf8_avx2(token, input) }
-}
-
-#[target_feature(enable = "avx2,pclmulqdq,popcnt,bmi1")]
-unsafe fn is_utf8_avx2(token: Avx2, input: &[u8]) -> bool {
-    // SAFETY: the enabled features are those `Avx2` stands for.
-    unsafe { generic::is_utf8(token, input) }
+    unsafe { pass.run(token) }
 }
 
 /// Builds a 256-bit vector that repeats a 16-byte table in both lanes

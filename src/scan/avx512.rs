@@ -22,10 +22,8 @@ use core::arch::x86_64::*;
 
 use super::avx2;
 use super::classify::{OP_TABLE, WHITESPACE_TABLE};
-use super::generic::{self, Masks, Simd, Utf8Check};
+use super::generic::{Masks, Pass, Simd, Utf8Check};
 use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
-use crate::error::Result;
-use crate::index::Index;
 
 /// Proof that the CPU supports AVX-512F, AVX-512BW and PCLMULQDQ.
 #[derive(Clone, Copy, Debug)]
@@ -40,28 +38,16 @@ impl Avx512 {
     }
 }
 
-/// Runs stage 1 with this kernel.
-pub(crate) fn scan(token: Avx512, input: &[u8], index: &mut Index) -> Result<()> {
+/// Runs `pass` (stage 1, or the UTF-8 check alone) with this kernel.
+pub(crate) fn run<P: Pass>(token: Avx512, pass: P) -> P::Output {
     // SAFETY: an `Avx512` exists, so the CPU has the features below.
-    unsafe { scan_avx512(token, input, index) }
+    unsafe { run_avx512(token, pass) }
 }
 
 #[target_feature(enable = "avx512f,avx512bw,pclmulqdq,popcnt,bmi1")]
-unsafe fn scan_avx512(token: Avx512, input: &[u8], index: &mut Index) -> Result<()> {
+unsafe fn run_avx512<P: Pass>(token: Avx512, pass: P) -> P::Output {
     // SAFETY: the enabled features are those `Avx512` stands for.
-    unsafe { generic::scan(token, input, index) }
-}
-
-/// Whether `input` is valid UTF-8 ([`generic::is_utf8`]).
-pub(crate) fn is_utf8(token: Avx512, input: &[u8]) -> bool {
-    // SAFETY: an `Avx512` exists, so the CPU has the features below.
-    unsafe { is_utf8_avx512(token, input) }
-}
-
-#[target_feature(enable = "avx512f,avx512bw,pclmulqdq,popcnt,bmi1")]
-unsafe fn is_utf8_avx512(token: Avx512, input: &[u8]) -> bool {
-    // SAFETY: the enabled features are those `Avx512` stands for.
-    unsafe { generic::is_utf8(token, input) }
+    unsafe { pass.run(token) }
 }
 
 /// A 512-bit vector repeating a 16-byte table in each 128-bit lane

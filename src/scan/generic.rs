@@ -325,6 +325,61 @@ fn step<S: Simd>(simd: S, block: &S::Block, carry: &mut Carry) -> Found {
 /// the scan's two arrays of block masks.
 const RUN: usize = 64;
 
+/// A pass over a whole input written once, here, for every kernel: stage
+/// 1 ([`Stage1`]) or the UTF-8 check alone ([`Utf8`]). Each kernel has
+/// one entry that enables its instructions and runs a pass with its
+/// [`Simd`] (`avx2::run`, ...), so a new pass adds no code per kernel.
+pub(crate) trait Pass {
+    /// What the pass gives.
+    type Output;
+    /// The input it passes over (the scalar kernel checks its UTF-8 up
+    /// front).
+    fn input(&self) -> &[u8];
+    /// Runs the pass with `simd`.
+    ///
+    /// # Safety
+    /// The CPU must support the instructions `simd` uses (its kernel's
+    /// capability token exists).
+    unsafe fn run<S: Simd>(self, simd: S) -> Self::Output;
+}
+
+/// Stage 1 over `input` into `index` (see [`scan`]).
+pub(crate) struct Stage1<'a> {
+    pub input: &'a [u8],
+    pub index: &'a mut Index,
+}
+
+impl Pass for Stage1<'_> {
+    type Output = Result<()>;
+
+    fn input(&self) -> &[u8] {
+        self.input
+    }
+
+    #[inline(always)]
+    unsafe fn run<S: Simd>(self, simd: S) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { scan(simd, self.input, self.index) }
+    }
+}
+
+/// Whether the input is valid UTF-8 (see [`is_utf8`]).
+pub(crate) struct Utf8<'a>(pub &'a [u8]);
+
+impl Pass for Utf8<'_> {
+    type Output = bool;
+
+    fn input(&self) -> &[u8] {
+        self.0
+    }
+
+    #[inline(always)]
+    unsafe fn run<S: Simd>(self, simd: S) -> bool {
+        // SAFETY: forwarded from the caller.
+        unsafe { is_utf8(simd, self.0) }
+    }
+}
+
 /// Runs stage 1 over `input`, appending to `index.positions` and
 /// `index.escapes`. The caller has checked that `input` is shorter than
 /// 4 GiB.
@@ -343,7 +398,7 @@ const RUN: usize = 64;
 /// The CPU must support the instructions `simd` uses (its kernel's
 /// capability token exists).
 #[inline(always)]
-pub(crate) unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> Result<()> {
+unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> Result<()> {
     let len = input.len();
     let whole = len - len % 64;
     let mut carry = Carry::default();
@@ -470,7 +525,7 @@ pub(crate) unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> 
 /// The CPU must support the instructions `simd` uses (its kernel's
 /// capability token exists).
 #[inline(always)]
-pub(crate) unsafe fn is_utf8<S: Simd>(simd: S, input: &[u8]) -> bool {
+unsafe fn is_utf8<S: Simd>(simd: S, input: &[u8]) -> bool {
     let mut utf8 = simd.utf8();
     let mut blocks = input.chunks_exact(64);
     for block in &mut blocks {

@@ -182,7 +182,7 @@ pub fn scan(input: &[u8], index: &mut Index) -> Result<()> {
     let kernel = active_kernel()?;
     // SAFETY: active_kernel() only returns kernels this CPU supports (it
     // asked when deciding).
-    unsafe { run(kernel, input, index) }
+    unsafe { stage1(kernel, input, index) }
 }
 
 /// Runs stage 1 with a chosen kernel; [`ErrorCode::BadKernel`] if this CPU
@@ -192,46 +192,20 @@ pub fn scan_with(kernel: Kernel, input: &[u8], index: &mut Index) -> Result<()> 
         return Err(Error::new(ErrorCode::BadKernel, 0));
     }
     // SAFETY: just checked.
-    unsafe { run(kernel, input, index) }
+    unsafe { stage1(kernel, input, index) }
 }
 
-/// Runs stage 1 with `kernel`. Asking the CPU again for every text cost a
-/// 100-byte document 30 of its 500 stage-1 instructions.
+/// Runs stage 1 with `kernel`.
 ///
 /// # Safety
 /// The CPU supports `kernel` ([`Kernel::is_supported`]).
-unsafe fn run(kernel: Kernel, input: &[u8], index: &mut Index) -> Result<()> {
+unsafe fn stage1(kernel: Kernel, input: &[u8], index: &mut Index) -> Result<()> {
     if input.len() >= MAX_INPUT {
         return Err(Error::new(ErrorCode::TooLarge, input.len()));
     }
-    match kernel {
-        Kernel::Scalar => {
-            // SAFETY: the scalar kernel uses no optional instructions.
-            unsafe { generic::scan(scalar::Scalar::new(input), input, index) }
-        }
-        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        Kernel::Avx2 => {
-            // SAFETY: the caller vouches for the features.
-            let token = unsafe { avx2::Avx2::new_unchecked() };
-            avx2::scan(token, input, index)
-        }
-        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        Kernel::Avx512 => {
-            // SAFETY: the caller vouches for the features.
-            let token = unsafe { avx512::Avx512::new_unchecked() };
-            avx512::scan(token, input, index)
-        }
-        #[cfg(target_arch = "aarch64")]
-        Kernel::Neon => {
-            let pmull = std::arch::is_aarch64_feature_detected!("aes").then(|| {
-                // SAFETY: the CPU was just found to have the `aes` feature.
-                unsafe { neon::Neon::new_unchecked() }
-            });
-            neon::scan(pmull, input, index)
-        }
-        // Kernels of other architectures: never supported here.
-        _ => Err(Error::new(ErrorCode::BadKernel, 0)),
-    }
+    // SAFETY: forwarded from the caller.
+    unsafe { run_pass(kernel, generic::Stage1 { input, index }) }
+        .unwrap_or(Err(Error::new(ErrorCode::BadKernel, 0)))
 }
 
 /// Whether `input` is valid UTF-8, by the active kernel's checker: for
@@ -242,31 +216,48 @@ unsafe fn run(kernel: Kernel, input: &[u8], index: &mut Index) -> Result<()> {
 pub fn is_utf8(input: &[u8]) -> bool {
     match active_kernel() {
         // SAFETY: active_kernel() only returns kernels this CPU supports.
-        Ok(kernel) => unsafe { utf8_run(kernel, input) },
-        Err(_) => core::str::from_utf8(input).is_ok(),
+        Ok(kernel) => unsafe { run_pass(kernel, generic::Utf8(input)) },
+        Err(_) => None,
     }
+    .unwrap_or_else(|| core::str::from_utf8(input).is_ok())
 }
 
-/// [`is_utf8`] with `kernel`.
+/// Runs `pass` with `kernel`: the one place that maps a kernel to its
+/// code; `None` for a kernel of another architecture. The caller vouches
+/// for the CPU: asking it again for every text cost a 100-byte document
+/// 30 of its 500 stage-1 instructions.
 ///
 /// # Safety
 /// The CPU supports `kernel` ([`Kernel::is_supported`]).
-unsafe fn utf8_run(kernel: Kernel, input: &[u8]) -> bool {
+unsafe fn run_pass<P: generic::Pass>(kernel: Kernel, pass: P) -> Option<P::Output> {
     match kernel {
+        Kernel::Scalar => {
+            let simd = scalar::Scalar::new(pass.input());
+            // SAFETY: the scalar kernel uses no optional instructions.
+            Some(unsafe { pass.run(simd) })
+        }
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
         Kernel::Avx2 => {
             // SAFETY: the caller vouches for the features.
-            avx2::is_utf8(unsafe { avx2::Avx2::new_unchecked() }, input)
+            let token = unsafe { avx2::Avx2::new_unchecked() };
+            Some(avx2::run(token, pass))
         }
         #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
         Kernel::Avx512 => {
             // SAFETY: the caller vouches for the features.
-            avx512::is_utf8(unsafe { avx512::Avx512::new_unchecked() }, input)
+            let token = unsafe { avx512::Avx512::new_unchecked() };
+            Some(avx512::run(token, pass))
         }
         #[cfg(target_arch = "aarch64")]
-        Kernel::Neon => neon::is_utf8(input),
-        // The scalar kernel's checker is `core::str::from_utf8` itself.
-        _ => core::str::from_utf8(input).is_ok(),
+        Kernel::Neon => {
+            let pmull = std::arch::is_aarch64_feature_detected!("aes").then(|| {
+                // SAFETY: the CPU was just found to have the `aes` feature.
+                unsafe { neon::Neon::new_unchecked() }
+            });
+            Some(neon::run(pmull, pass))
+        }
+        // Kernels of other architectures: never supported here.
+        _ => None,
     }
 }
 

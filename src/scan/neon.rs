@@ -29,10 +29,8 @@
 
 use core::arch::aarch64::*;
 
-use super::generic::{self, Masks, Simd, Utf8Check};
+use super::generic::{self, Masks, Pass, Simd, Utf8Check};
 use super::utf8::{CURRENT_HIGH, PREV_HIGH, PREV_LOW};
-use crate::error::Result;
-use crate::index::Index;
 
 /// Proof that the CPU runs this kernel: NEON is part of every aarch64 CPU;
 /// `PMULL` says it also has the carry-less multiply (`aes` feature).
@@ -55,29 +53,22 @@ impl Neon<true> {
     }
 }
 
-/// Runs stage 1 with this kernel, multiplying when `pmull` is given.
-pub(crate) fn scan(pmull: Option<Neon<true>>, input: &[u8], index: &mut Index) -> Result<()> {
+/// Runs `pass` (stage 1, or the UTF-8 check alone) with this kernel,
+/// multiplying when `pmull` is given.
+pub(crate) fn run<P: Pass>(pmull: Option<Neon<true>>, pass: P) -> P::Output {
     match pmull {
         // SAFETY: a `Neon<true>` exists, so the CPU has NEON and PMULL.
-        Some(token) => unsafe { scan_pmull(token, input, index) },
+        Some(token) => unsafe { run_pmull(token, pass) },
         // SAFETY: NEON is baseline on aarch64, the only target compiling
         // this file.
-        None => unsafe { generic::scan(Neon::new(), input, index) },
+        None => unsafe { pass.run(Neon::new()) },
     }
 }
 
 #[target_feature(enable = "aes")]
-unsafe fn scan_pmull(token: Neon<true>, input: &[u8], index: &mut Index) -> Result<()> {
+unsafe fn run_pmull<P: Pass>(token: Neon<true>, pass: P) -> P::Output {
     // SAFETY: the enabled feature is the one `Neon<true>` stands for.
-    unsafe { generic::scan(token, input, index) }
-}
-
-/// Whether `input` is valid UTF-8 ([`generic::is_utf8`]); the check needs
-/// no carry-less multiply.
-pub(crate) fn is_utf8(input: &[u8]) -> bool {
-    // SAFETY: NEON is baseline on aarch64, the only target compiling this
-    // file.
-    unsafe { generic::is_utf8(Neon::new(), input) }
+    unsafe { pass.run(token) }
 }
 
 /// The prefix XOR as a carry-less multiply by all ones.
@@ -381,6 +372,7 @@ impl Utf8Check<Block> for Utf8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::Index;
     use crate::testing::{Rng, naive_scan, random_json, random_text};
 
     #[test]
@@ -436,8 +428,14 @@ mod tests {
                 let mut shifted = vec![b' '; shift];
                 shifted.extend_from_slice(&text);
                 let mut index = Index::default();
-                let got =
-                    scan(None, &shifted, &mut index).map(|()| (index.positions, index.escapes));
+                let got = run(
+                    None,
+                    generic::Stage1 {
+                        input: &shifted,
+                        index: &mut index,
+                    },
+                )
+                .map(|()| (index.positions, index.escapes));
                 assert_eq!(
                     got,
                     naive_scan(&shifted),
