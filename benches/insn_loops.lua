@@ -65,6 +65,10 @@ workloads = {
         local t = lib.eager(TOOL)
         return #t.order_id + k
     end,
+    ["sse-eager"] = function(lib, k)
+        local t = lib.eager(SSE)
+        return #t.model + k
+    end,
     ["sse-read"] = function(lib, k)
         local t = lib.decode(SSE)
         local delta = t.choices[1].delta
