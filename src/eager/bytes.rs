@@ -5,6 +5,8 @@
 //! Every function reads the text with `get` only: they run between calls
 //! into Lua's API and must not panic.
 
+use crate::values::string;
+
 /// Bytes of JSON whitespace.
 #[inline(always)]
 fn is_space(b: u8) -> bool {
@@ -34,20 +36,12 @@ pub(super) fn skip_space(src: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// Finds the closing quote of the string whose body starts at `start`:
-/// returns its offset, whether the body has escapes (their escaped
-/// bytes' offsets are then in `escaped`) and whether it may have bytes of
-/// 0x80 or more (then to be checked as UTF-8); `None` at a raw control
-/// byte or at the end of the text.
+/// The first byte at or after `i` that is `"`, `\` or below 0x20 (its
+/// offset), and whether a byte of 0x80 or more may come before it (then
+/// the string is to be checked as UTF-8); `None` at the end of the text.
 #[inline(always)]
-pub(super) fn scan_string(
-    src: &[u8],
-    start: usize,
-    escaped: &mut Vec<u32>,
-) -> Option<(usize, bool, bool)> {
-    let mut i = start;
+fn next_special(src: &[u8], mut i: usize) -> Option<(usize, bool)> {
     let mut non_ascii = false;
-    let mut escapes_in = false;
     // Texts shorter than a chunk are read byte by byte.
     let last_chunk = src.len().checked_sub(SCAN);
     loop {
@@ -62,56 +56,79 @@ pub(super) fn scan_string(
                 (special >> shift, high >> shift)
             }
             (None, Some(_)) => return None,
-            (None, None) => return scan_string_bytes(src, i, escaped, escapes_in, non_ascii),
+            (None, None) => return next_special_bytes(src, i, non_ascii),
         };
         non_ascii |= high != 0;
-        if special == 0 {
-            i += SCAN;
-            continue;
+        if special != 0 {
+            return Some((i + special.trailing_zeros() as usize, non_ascii));
         }
-        i += special.trailing_zeros() as usize;
-        match *src.get(i)? {
-            b'"' => return Some((i, escapes_in, non_ascii)),
-            b'\\' => {
-                note_escape(escaped, &mut escapes_in, i);
-                i += 2;
-            }
-            _ => return None,
-        }
+        i += SCAN;
     }
 }
 
-/// Records the backslash at `i` (the offset of the byte it escapes); the
-/// string's first one clears what an earlier string left in `escaped`.
-#[inline(always)]
-fn note_escape(escaped: &mut Vec<u32>, escapes_in: &mut bool, i: usize) {
-    if !*escapes_in {
-        *escapes_in = true;
-        escaped.clear();
-    }
-    escaped.push((i + 1) as u32);
-}
-
-/// [`scan_string`] byte by byte, from `i` on.
-fn scan_string_bytes(
-    src: &[u8],
-    mut i: usize,
-    escaped: &mut Vec<u32>,
-    mut escapes_in: bool,
-    mut non_ascii: bool,
-) -> Option<(usize, bool, bool)> {
+/// [`next_special`] byte by byte, from `i` on.
+fn next_special_bytes(src: &[u8], mut i: usize, mut non_ascii: bool) -> Option<(usize, bool)> {
     loop {
         match *src.get(i)? {
-            b'"' => return Some((i, escapes_in, non_ascii)),
-            b'\\' => {
-                note_escape(escaped, &mut escapes_in, i);
-                i += 2;
-            }
-            0..=0x1f => return None,
+            b'"' | b'\\' | 0..=0x1f => return Some((i, non_ascii)),
             b => {
                 non_ascii |= b > 0x7f;
                 i += 1;
             }
+        }
+    }
+}
+
+/// How a string's body, from its start, reads on: to its closing quote,
+/// or to its first backslash (then [`decode_escaped`] takes over).
+pub(super) enum Body {
+    /// No escapes: the closing quote is at this offset.
+    Plain(usize),
+    /// The first escape's backslash is at this offset.
+    Escaped(usize),
+}
+
+/// Reads the string whose body starts at `start` up to its closing quote
+/// or its first backslash; also gives whether the body read may have
+/// bytes of 0x80 or more (then to be checked as UTF-8). `None` at a raw
+/// control byte or at the end of the text.
+#[inline(always)]
+pub(super) fn scan_string(src: &[u8], start: usize) -> Option<(Body, bool)> {
+    let (at, non_ascii) = next_special(src, start)?;
+    match *src.get(at)? {
+        b'"' => Some((Body::Plain(at), non_ascii)),
+        b'\\' => Some((Body::Escaped(at), non_ascii)),
+        _ => None,
+    }
+}
+
+/// Decodes the string whose body starts at `start` into `out`, checking
+/// each escape as it goes (`values::string::escape`), from its first
+/// backslash at `backslash` on ([`scan_string`] found it): one pass,
+/// however dense the escapes (a `\uXXXX`-escaped text has one every six
+/// bytes). Gives the closing quote's offset and whether the body after
+/// `backslash` may have bytes of 0x80 or more; `None` at an invalid
+/// escape, a raw control byte or the end of the text.
+#[inline(never)]
+pub(super) fn decode_escaped(
+    src: &[u8],
+    start: usize,
+    backslash: usize,
+    out: &mut Vec<u8>,
+) -> Option<(usize, bool)> {
+    out.clear();
+    out.extend_from_slice(src.get(start..backslash)?);
+    let mut i = backslash;
+    let mut non_ascii = false;
+    loop {
+        i += string::push_escape_checked(src.get(i..)?, out)?;
+        let (at, high) = next_special(src, i)?;
+        non_ascii |= high;
+        out.extend_from_slice(src.get(i..at)?);
+        match *src.get(at)? {
+            b'"' => return Some((at, non_ascii)),
+            b'\\' => i = at,
+            _ => return None,
         }
     }
 }

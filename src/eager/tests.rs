@@ -480,3 +480,66 @@ fn strings_of_every_length_around_the_simd_check_agree_on_utf8() {
         }
     }
 }
+
+#[test]
+fn escapes_agree_with_validation_at_every_offset_around_the_chunks() {
+    // Each escape, valid or not, at every offset of strings and keys that
+    // straddle the 16-byte chunks the string search reads, alone and
+    // followed by another (a `\uXXXX`-escaped text is dense with them) or
+    // by bad UTF-8, and cut short by the end of the text.
+    let escapes: [&[u8]; 15] = [
+        br"\n",
+        br#"\""#,
+        br"\\",
+        br"\/",
+        br"\u00e9",
+        br"\u4E2D",
+        br"\ud83d\ude00",
+        br"\u0000",
+        br"\x",
+        br"\ud800",
+        br"\udc00",
+        br"\ud800\u0041",
+        br"\u12",
+        br"\u12G4",
+        "é".as_bytes(),
+    ];
+    let after: [&[u8]; 5] = [b"", br"\u4e2d", br"\t", b"\xff", b"\xe4\xb8\xad\xe4\xb8"];
+    let (mut valid, mut invalid) = (0, 0);
+    for len in 0..36 {
+        for first in escapes {
+            for second in after {
+                for at in (0..=len).step_by(if len > 20 { 3 } else { 1 }) {
+                    let mut body = vec![b'a'; at];
+                    body.extend_from_slice(first);
+                    body.extend_from_slice(second);
+                    body.resize(body.len() + len - at, b'b');
+                    let join = |parts: &[&[u8]]| parts.concat();
+                    for text in [
+                        join(&[
+                            b"[\"",
+                            &body,
+                            b"\",{\"",
+                            &body,
+                            b"\":1,\"k\":\"",
+                            &body,
+                            b"\"}]",
+                        ]),
+                        join(&[b"{\"", &body]),
+                        join(&[b"[\"", &body]),
+                    ] {
+                        if agrees(&text, &Options::default()) {
+                            valid += 1;
+                        } else {
+                            invalid += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        valid > 1000 && invalid > 1000,
+        "{valid} valid, {invalid} invalid"
+    );
+}

@@ -6,21 +6,21 @@
 //! inside strings, raw control bytes and UTF-8 (a string with a byte of
 //! 0x80 or more is checked as a whole); outside strings any byte that is
 //! not whitespace, structure or the start of a number or literal fails
-//! the grammar, as its stage-1 entry (a scalar start) would. Escapes go
-//! through validation's own check (`validate::escapes`), given the
-//! offsets of the string's escaped bytes as stage 1 would list them;
-//! numbers and literals through its number and literal checks. Strings
+//! the grammar, as its stage-1 entry (a scalar start) would. Escapes are
+//! checked by the rules validation checks them with
+//! (`values::string::escape`) as they are decoded; numbers and literals
+//! through validation's number and literal checks. Strings
 //! and whitespace are searched a chunk of bytes at a time ([`super::bytes`]).
 //!
 //! Bytes are read with `get`, a read past the text giving 0, which
 //! nothing accepts; so nothing here can panic or read outside the text:
 //! this code runs between calls into the sink (Lua's API).
 
-use super::bytes::{scan_string, skip_space};
+use super::bytes::{Body, decode_escaped, scan_string, skip_space};
 use super::{CHUNK, Flow, Stack, Stop};
 use crate::scan;
-use crate::validate::{ends_scalar, escapes, literal};
-use crate::values::{number, string};
+use crate::validate::{ends_scalar, literal};
+use crate::values::number;
 
 /// An open container: the innermost is [`decode`]'s `cur`, the ones
 /// around it wait in [`Scratch::open`].
@@ -62,8 +62,6 @@ pub(super) struct Scratch {
     /// The keys of the open objects' current chunks, while they are all
     /// different: hash, offset and length in the text.
     keys: Vec<(u64, u32, u32)>,
-    /// A string's escaped bytes.
-    escaped: Vec<u32>,
     /// A string decoded.
     decoded: Vec<u8>,
 }
@@ -73,7 +71,6 @@ impl Scratch {
     pub(super) fn retained_bytes(&self) -> usize {
         self.open.capacity() * size_of::<Open>()
             + self.keys.capacity() * 16
-            + self.escaped.capacity() * 4
             + self.decoded.capacity()
     }
 }
@@ -88,23 +85,6 @@ fn key_hash(key: &[u8]) -> u64 {
     let ends =
         byte(0) | byte(1) << 8 | byte(n.wrapping_sub(2)) << 16 | byte(n.wrapping_sub(1)) << 24;
     (ends | (n as u64) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-}
-
-/// Checks the escapes of the string `body`, which is `src[start..]`
-/// (their escaped bytes' offsets in `escaped`), and decodes it into
-/// `decoded`; false if an escape is invalid. Out of line, as most strings
-/// have no escapes: the walk's hot loop stays smaller.
-#[cold]
-#[inline(never)]
-fn unescape(src: &[u8], body: &[u8], start: usize, escaped: &[u32], decoded: &mut Vec<u8>) -> bool {
-    let mut next = 0;
-    if escapes::check(src, escaped, &mut next, (start + body.len()) as u32).is_err() {
-        return false;
-    }
-    decoded.clear();
-    let offsets = escaped.iter().map(|&e| (e as usize).wrapping_sub(start));
-    string::unescape_known(body, offsets, decoded);
-    true
 }
 
 /// The end and value of the number starting at `i` that the short
@@ -147,7 +127,6 @@ pub(super) fn decode<S: Stack>(
     let Scratch {
         open,
         keys,
-        escaped,
         decoded,
     } = scratch;
     open.clear();
@@ -164,23 +143,26 @@ pub(super) fn decode<S: Stack>(
     macro_rules! string {
         ($method:ident) => {{
             let start = i + 1;
-            let Some((end, escapes_in, non_ascii)) = scan_string(src, start, escaped) else {
+            let Some((body, mut non_ascii)) = scan_string(src, start) else {
                 return Err(Stop::Invalid);
             };
-            let Some(body) = src.get(start..end) else {
-                return Err(Stop::Invalid);
-            };
-            if non_ascii && !is_utf8(body) {
-                return Err(Stop::Invalid);
-            }
-            if escapes_in {
-                if !unescape(src, body, start, escaped, decoded) {
-                    return Err(Stop::Invalid);
+            let (end, escapes_in) = match body {
+                Body::Plain(end) => (end, false),
+                Body::Escaped(backslash) => {
+                    let Some((end, more)) = decode_escaped(src, start, backslash, decoded) else {
+                        return Err(Stop::Invalid);
+                    };
+                    non_ascii |= more;
+                    (end, true)
                 }
-                stack.$method(decoded)?;
-            } else {
-                stack.$method(body)?;
+            };
+            let Some(raw) = src.get(start..end) else {
+                return Err(Stop::Invalid);
+            };
+            if non_ascii && !is_utf8(raw) {
+                return Err(Stop::Invalid);
             }
+            stack.$method(if escapes_in { decoded } else { raw })?;
             i = end + 1;
             escapes_in
         }};

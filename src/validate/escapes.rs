@@ -8,41 +8,24 @@
 //! hold a backslash without failing the walk first.
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::values::string::hex4;
+use crate::values::string;
 
 /// Checks the escapes `escapes[*next..]` that lie before `close` and
 /// advances `*next` past them.
 pub(crate) fn check(src: &[u8], escapes: &[u32], next: &mut usize, close: u32) -> Result<()> {
     while let Some(&at) = escapes.get(*next).filter(|&&e| e < close) {
-        let at = at as usize;
-        let backslash = at - 1;
-        match src[at] {
-            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
-            b'u' => {
-                let unit = hex4(src, at + 1)
-                    .ok_or(Error::new(ErrorCode::InvalidUnicodeEscape, backslash))?;
-                match unit {
-                    0xd800..=0xdbff => {
-                        // A high surrogate must be followed at once by a
-                        // `\u` escape of a low one.
-                        let low_at = at + 6;
-                        if escapes.get(*next + 1) != Some(&(low_at as u32))
-                            || src.get(low_at) != Some(&b'u')
-                        {
-                            return Err(Error::new(ErrorCode::LoneSurrogate, backslash));
-                        }
-                        let low = hex4(src, low_at + 1)
-                            .ok_or(Error::new(ErrorCode::InvalidUnicodeEscape, low_at - 1))?;
-                        if !(0xdc00..=0xdfff).contains(&low) {
-                            return Err(Error::new(ErrorCode::LoneSurrogate, backslash));
-                        }
-                        *next += 1;
+        let backslash = at as usize - 1;
+        match string::escape(src.get(backslash..).unwrap_or_default()) {
+            Ok(e) => {
+                if e.len == 12 {
+                    // The pair's second backslash is the next escape.
+                    if escapes.get(*next + 1) != Some(&(at + 6)) {
+                        return Err(Error::new(ErrorCode::LoneSurrogate, backslash));
                     }
-                    0xdc00..=0xdfff => return Err(Error::new(ErrorCode::LoneSurrogate, backslash)),
-                    _ => {}
+                    *next += 1;
                 }
             }
-            _ => return Err(Error::new(ErrorCode::InvalidEscape, backslash)),
+            Err(bad) => return Err(Error::new(bad.code, backslash + usize::from(bad.at))),
         }
         *next += 1;
     }

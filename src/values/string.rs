@@ -4,53 +4,72 @@
 //! which strings contain escapes ([`crate::index`] links), so strings
 //! without escapes are returned as slices of the input and never copied.
 
+use crate::error::ErrorCode;
+
 /// Appends the decoded form of the string body `body` (the bytes between
 /// the quotes) to `out`.
 ///
 /// `body` must have passed validation; on anything else this still
 /// terminates without panicking, but the bytes produced are unspecified.
 pub fn unescape_into(body: &[u8], out: &mut Vec<u8>) {
+    // The output is never longer than the body (see `push_escape`).
+    out.reserve(body.len() + ESCAPE_SLACK);
     let mut rest = body;
-    while let Some(at) = rest.iter().position(|&b| b == b'\\') {
+    while let Some(at) = find_backslash(rest) {
         out.extend_from_slice(&rest[..at]);
-        let (bytes, used) = decode_escape(&rest[at..]);
-        out.extend_from_slice(bytes.as_slice());
+        let used = push_escape(&rest[at..], out);
         rest = &rest[at + used..];
     }
     out.extend_from_slice(rest);
 }
 
-/// [`unescape_into`] for a body whose escapes are already known: `escaped`
-/// gives, in increasing order, the offset in `body` of each byte that
-/// follows an active backslash (stage 1's escape list, shifted to the
-/// body). The bytes between escapes are copied without being searched.
-/// The low half of a surrogate pair is the pair's second escape and is
-/// skipped.
-pub fn unescape_known(body: &[u8], escaped: impl Iterator<Item = usize>, out: &mut Vec<u8>) {
-    out.reserve(body.len());
-    let mut done = 0;
-    for at in escaped {
-        let Some(backslash) = at.checked_sub(1).filter(|&b| b >= done) else {
-            continue;
-        };
-        out.extend_from_slice(body.get(done..backslash).unwrap_or_default());
-        let (bytes, used) = decode_escape(body.get(backslash..).unwrap_or_default());
-        out.extend_from_slice(bytes.as_slice());
-        done = backslash + used.max(1);
+/// Checks and decodes the escape at the start of `esc` (which begins with
+/// `\`), for text not validated yet: appends its UTF-8 to `out` and gives
+/// the bytes it takes, or `None` when it is invalid ([`escape`]).
+#[inline(always)]
+pub(crate) fn push_escape_checked(esc: &[u8], out: &mut Vec<u8>) -> Option<usize> {
+    let e = escape(esc).ok()?;
+    push_decoded(&utf8(e.code), out);
+    Some(usize::from(e.len))
+}
+
+/// The offset of the first `\` in `bytes`: eight bytes per step, as a
+/// long string with a rare escape (a `\n` in a large message) would
+/// otherwise be searched a byte at a time on every read.
+#[inline]
+fn find_backslash(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    for word in &mut words {
+        let x = u64::from_le_bytes(word.try_into().unwrap_or_default()) ^ BACKSLASHES;
+        // A zero byte of x (a backslash) sets its high bit here; bytes
+        // above the first zero may be flagged falsely, below it never.
+        let zero = x.wrapping_sub(ONES) & !x & HIGHS;
+        if zero != 0 {
+            return Some(at + zero.trailing_zeros() as usize / 8);
+        }
+        at += 8;
     }
-    out.extend_from_slice(body.get(done..).unwrap_or_default());
+    words
+        .remainder()
+        .iter()
+        .position(|&b| b == b'\\')
+        .map(|k| at + k)
 }
 
 /// Whether the validated string body `body` decodes to exactly `want`,
 /// without decoding into memory.
 pub fn unescaped_eq(body: &[u8], want: &[u8]) -> bool {
     let (mut rest, mut want) = (body, want);
-    while let Some(at) = rest.iter().position(|&b| b == b'\\') {
+    while let Some(at) = find_backslash(rest) {
         if want.get(..at) != Some(&rest[..at]) {
             return false;
         }
-        let (bytes, used) = decode_escape(&rest[at..]);
-        let Some(tail) = want[at..].strip_prefix(bytes.as_slice()) else {
+        let (decoded, used) = decode_escape(&rest[at..]);
+        let Some(tail) = want[at..].strip_prefix(decoded.as_slice()) else {
             return false;
         };
         want = tail;
@@ -59,83 +78,204 @@ pub fn unescaped_eq(body: &[u8], want: &[u8]) -> bool {
     rest == want
 }
 
+/// Bytes of room [`push_decoded`] needs past what it keeps: it stores 4.
+const ESCAPE_SLACK: usize = 4;
+
 /// The UTF-8 of one decoded escape (at most 4 bytes).
-struct Decoded {
+pub(crate) struct Decoded {
     buf: [u8; 4],
     len: u8,
 }
 
 impl Decoded {
+    /// What garbage decodes to (see [`decode_escape`]).
+    const NOTHING: Decoded = Decoded {
+        buf: [0; 4],
+        len: 0,
+    };
+
+    fn byte(b: u8) -> Decoded {
+        Decoded {
+            buf: [b, 0, 0, 0],
+            len: 1,
+        }
+    }
+
     fn as_slice(&self) -> &[u8] {
         &self.buf[..self.len as usize]
     }
 }
 
-/// Decodes the escape at the start of `esc` (which begins with `\`) and
-/// returns its UTF-8 and how many input bytes it used.
-fn decode_escape(esc: &[u8]) -> (Decoded, usize) {
-    let byte = |b: u8| Decoded {
-        buf: [b, 0, 0, 0],
-        len: 1,
-    };
-    let simple = match esc.get(1) {
-        Some(b'"') => b'"',
-        Some(b'\\') => b'\\',
-        Some(b'/') => b'/',
-        Some(b'b') => 0x08,
-        Some(b'f') => 0x0c,
-        Some(b'n') => b'\n',
-        Some(b'r') => b'\r',
-        Some(b't') => b'\t',
-        Some(b'u') => {
-            let Some(unit) = hex4(esc, 2) else {
-                return (
-                    Decoded {
-                        buf: [0; 4],
-                        len: 0,
-                    },
-                    esc.len().min(2),
-                );
-            };
-            let (code, used) = match (unit, hex4_after_backslash_u(esc, 6)) {
-                (0xd800..=0xdbff, Some(low @ 0xdc00..=0xdfff)) => {
-                    (0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00), 12)
-                }
-                _ => (unit, 6),
-            };
-            let c = char::from_u32(code).unwrap_or('\u{fffd}');
-            let mut buf = [0u8; 4];
-            let len = c.encode_utf8(&mut buf).len() as u8;
-            return (Decoded { buf, len }, used);
-        }
-        _ => {
-            return (
-                Decoded {
-                    buf: [0; 4],
-                    len: 0,
-                },
-                esc.len().min(2),
-            );
-        }
-    };
-    (byte(simple), 2)
+/// Appends `decoded` to `out`: all four bytes (a copy of fixed size, not
+/// a call to memcpy), then the ones that are not the escape's cut off
+/// again. An escape decodes to no more bytes than it takes: 1 for a
+/// 2-byte escape, at most 3 for a 6-byte `\uXXXX`, 4 for a 12-byte
+/// surrogate pair; so with [`ESCAPE_SLACK`] reserved past the body's
+/// length, this never reallocates.
+#[inline(always)]
+fn push_decoded(decoded: &Decoded, out: &mut Vec<u8>) {
+    let len = out.len() + usize::from(decoded.len);
+    out.extend_from_slice(&decoded.buf);
+    out.truncate(len);
 }
 
-/// The four hex digits at `bytes[at..at + 4]` as a number.
-pub(crate) fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
-    let digits = bytes.get(at..at + 4)?;
-    digits.iter().try_fold(0u32, |acc, &d| {
-        let v = (d as char).to_digit(16)?;
-        Some(acc << 4 | v)
-    })
+/// [`decode_escape`], appended to `out`; returns the bytes it took.
+#[inline(always)]
+fn push_escape(esc: &[u8], out: &mut Vec<u8>) -> usize {
+    let (decoded, used) = decode_escape(esc);
+    push_decoded(&decoded, out);
+    used
 }
 
-/// The code unit of a `\uXXXX` escape starting at `bytes[at]`, if there is one.
-fn hex4_after_backslash_u(bytes: &[u8], at: usize) -> Option<u32> {
-    match bytes.get(at..at + 2) {
-        Some(b"\\u") => hex4(bytes, at + 2),
-        _ => None,
+/// A valid escape: the character it stands for and how many bytes it
+/// takes (12 for a surrogate pair, whose halves are one character). Eight
+/// bytes with [`BadEscape`], so that [`escape`]'s result comes back in a
+/// register.
+#[derive(Clone, Copy)]
+pub(crate) struct Escape {
+    /// The code point: not a surrogate.
+    code: u32,
+    /// 2, 6 or 12.
+    pub len: u8,
+}
+
+/// Why an escape is invalid, and where: the error's offset from the
+/// escape's backslash.
+#[derive(Clone, Copy)]
+pub(crate) struct BadEscape {
+    pub code: ErrorCode,
+    pub at: u8,
+}
+
+impl BadEscape {
+    fn new(code: ErrorCode, at: u8) -> BadEscape {
+        BadEscape { code, at }
     }
+}
+
+/// The escape at the start of `esc` (which begins with `\`) by JSON's
+/// rules, or why it is invalid. The one statement of those rules:
+/// validation checks escapes with it (`validate::escapes`), the eager
+/// decoder checks and decodes with it.
+#[inline(always)]
+pub(crate) fn escape(esc: &[u8]) -> Result<Escape, BadEscape> {
+    let simple = |c: u8| {
+        Ok(Escape {
+            code: u32::from(c),
+            len: 2,
+        })
+    };
+    match esc.get(1) {
+        Some(b'"') => simple(b'"'),
+        Some(b'\\') => simple(b'\\'),
+        Some(b'/') => simple(b'/'),
+        Some(b'b') => simple(0x08),
+        Some(b'f') => simple(0x0c),
+        Some(b'n') => simple(b'\n'),
+        Some(b'r') => simple(b'\r'),
+        Some(b't') => simple(b'\t'),
+        Some(b'u') => {
+            let unit = hex4(esc, 2).ok_or(BadEscape::new(ErrorCode::InvalidUnicodeEscape, 0))?;
+            if unit & 0xf800 != 0xd800 {
+                return Ok(Escape { code: unit, len: 6 });
+            }
+            // A high surrogate must be followed at once by a `\u` escape
+            // of a low one.
+            if unit >= 0xdc00 || esc.get(6..8) != Some(b"\\u") {
+                return Err(BadEscape::new(ErrorCode::LoneSurrogate, 0));
+            }
+            let low = hex4(esc, 8).ok_or(BadEscape::new(ErrorCode::InvalidUnicodeEscape, 6))?;
+            if !(0xdc00..=0xdfff).contains(&low) {
+                return Err(BadEscape::new(ErrorCode::LoneSurrogate, 0));
+            }
+            Ok(Escape {
+                code: 0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00),
+                len: 12,
+            })
+        }
+        _ => Err(BadEscape::new(ErrorCode::InvalidEscape, 0)),
+    }
+}
+
+/// [`escape`] for validated text, decoded: an invalid escape (garbage,
+/// which only the unspecified output of [`unescape_into`] sees) decodes
+/// to nothing and takes at most 2 bytes, so that decoding always moves
+/// on.
+#[inline(always)]
+fn decode_escape(esc: &[u8]) -> (Decoded, usize) {
+    match escape(esc) {
+        Ok(e) => (utf8(e.code), usize::from(e.len)),
+        Err(_) => (Decoded::NOTHING, esc.len().min(2)),
+    }
+}
+
+/// The UTF-8 of the code point `code`: below 0x110000 and not a surrogate
+/// (which [`escape`] never gives).
+#[inline(always)]
+fn utf8(code: u32) -> Decoded {
+    // Each byte of the result is a u32 cut to its low 8 bits.
+    let b = |v: u32| v as u8;
+    if code < 0x80 {
+        Decoded::byte(b(code))
+    } else if code < 0x800 {
+        Decoded {
+            buf: [b(0xc0 | code >> 6), b(0x80 | code & 0x3f), 0, 0],
+            len: 2,
+        }
+    } else if code < 0x10000 {
+        Decoded {
+            buf: [
+                b(0xe0 | code >> 12),
+                b(0x80 | code >> 6 & 0x3f),
+                b(0x80 | code & 0x3f),
+                0,
+            ],
+            len: 3,
+        }
+    } else {
+        Decoded {
+            buf: [
+                b(0xf0 | code >> 18),
+                b(0x80 | code >> 12 & 0x3f),
+                b(0x80 | code >> 6 & 0x3f),
+                b(0x80 | code & 0x3f),
+            ],
+            len: 4,
+        }
+    }
+}
+
+/// Each byte's value as a hex digit, or [`NOT_HEX`] for a byte that is
+/// none.
+static HEX_DIGITS: [u32; 256] = {
+    let mut table = [NOT_HEX; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = match b as u8 {
+            d @ b'0'..=b'9' => (d - b'0') as u32,
+            d @ b'a'..=b'f' => (d - b'a' + 10) as u32,
+            d @ b'A'..=b'F' => (d - b'A' + 10) as u32,
+            _ => NOT_HEX,
+        };
+        b += 1;
+    }
+    table
+};
+
+/// A bit above any four digits' value, however far it is shifted.
+const NOT_HEX: u32 = 0x1_0000;
+
+/// The four hex digits at `bytes[at..at + 4]` as a number: four table
+/// reads and one comparison (a `\uXXXX`-escaped text, as Python's
+/// `json.dumps` writes non-ASCII by default, has one every six bytes).
+#[inline(always)]
+pub(crate) fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
+    let &[a, b, c, d] = bytes.get(at..at + 4)? else {
+        return None;
+    };
+    let digit = |x: u8| HEX_DIGITS[usize::from(x)];
+    let value = digit(a) << 12 | digit(b) << 8 | digit(c) << 4 | digit(d);
+    (value < NOT_HEX).then_some(value)
 }
 
 #[cfg(test)]
@@ -148,32 +288,92 @@ mod tests {
         String::from_utf8(out).unwrap()
     }
 
+    /// The decoded bytes of the escape at the start of `esc`, or its error.
+    fn checked(esc: &str) -> Result<(Vec<u8>, usize), (ErrorCode, u8)> {
+        let mut out = Vec::new();
+        match escape(esc.as_bytes()) {
+            Ok(e) => {
+                push_decoded(&utf8(e.code), &mut out);
+                Ok((out, usize::from(e.len)))
+            }
+            Err(bad) => Err((bad.code, bad.at)),
+        }
+    }
+
     #[test]
-    fn known_escapes_decode_as_found_ones() {
-        for body in [
-            r#"a\"b\\c\/d\be\ff\ng\rh\ti"#,
-            r#"\u00e9\uD83D\uDE00x\uD83D\uDE00"#,
-            r#"\\\\\\"#,
-            "plain",
-            "",
-            r#"\n"#,
-        ] {
-            let bytes = body.as_bytes();
-            let mut escaped = Vec::new();
-            let mut i = 0;
-            while i < bytes.len() {
-                if bytes[i] == b'\\' {
-                    escaped.push(i + 1);
-                    i += 2;
-                } else {
-                    i += 1;
+    fn every_unicode_escape_decodes_as_std_does() {
+        for unit in 0..=0xffffu32 {
+            // Upper and lower case digits alike.
+            let hex = if unit % 2 == 0 {
+                format!("{unit:04x}")
+            } else {
+                format!("{unit:04X}")
+            };
+            let esc = format!("\\u{hex}\"");
+            match unit {
+                0xd800..=0xdbff => {
+                    assert_eq!(checked(&esc), Err((ErrorCode::LoneSurrogate, 0)));
+                    for low in [0xdc00, 0xdd0f, 0xdfff] {
+                        let want: String = char::decode_utf16([unit as u16, low as u16])
+                            .map(|c| c.unwrap())
+                            .collect();
+                        let pair = format!("\\u{hex}\\u{low:04x}");
+                        assert_eq!(checked(&pair), Ok((want.into_bytes(), 12)), "{pair}");
+                    }
+                }
+                0xdc00..=0xdfff => {
+                    assert_eq!(checked(&esc), Err((ErrorCode::LoneSurrogate, 0)))
+                }
+                _ => {
+                    let want = char::from_u32(unit).unwrap().to_string().into_bytes();
+                    assert_eq!(checked(&esc), Ok((want, 6)), "{esc}");
                 }
             }
-            let mut known = Vec::new();
-            unescape_known(bytes, escaped.into_iter(), &mut known);
-            let mut found = Vec::new();
-            unescape_into(bytes, &mut found);
-            assert_eq!(known, found, "{body}");
+        }
+    }
+
+    #[test]
+    fn invalid_escapes_are_found_where_validation_reports_them() {
+        for (esc, code, at) in [
+            (r"\x", ErrorCode::InvalidEscape, 0),
+            (r"\", ErrorCode::InvalidEscape, 0),
+            (r"\U0041", ErrorCode::InvalidEscape, 0),
+            (r"\u12G4", ErrorCode::InvalidUnicodeEscape, 0),
+            (r"\u12", ErrorCode::InvalidUnicodeEscape, 0),
+            (r"\u00e", ErrorCode::InvalidUnicodeEscape, 0),
+            (r"\ud800", ErrorCode::LoneSurrogate, 0),
+            (r"\ud800x", ErrorCode::LoneSurrogate, 0),
+            (r"\ud800\n", ErrorCode::LoneSurrogate, 0),
+            (r"\ud800\ud800", ErrorCode::LoneSurrogate, 0),
+            (r"\ud800\u0041", ErrorCode::LoneSurrogate, 0),
+            (r"\ud800\u12", ErrorCode::InvalidUnicodeEscape, 6),
+            (r"\ud800\uzzzz", ErrorCode::InvalidUnicodeEscape, 6),
+            (r"\udc00\ud800", ErrorCode::LoneSurrogate, 0),
+        ] {
+            assert_eq!(checked(esc), Err((code, at)), "{esc}");
+        }
+    }
+
+    #[test]
+    fn the_first_backslash_is_found_at_every_offset() {
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut bytes = vec![b'a'; len];
+                // Bytes that a word-at-a-time search could mistake for `\`.
+                for (k, b) in bytes.iter_mut().enumerate() {
+                    *b = [b'a', 0x5b, 0x5d, 0xdc, 0x00, 0x5c ^ 0x80][k % 6];
+                }
+                if at < len {
+                    bytes[at] = b'\\';
+                    for b in &mut bytes[at + 1..] {
+                        if *b == 0x5c ^ 0x80 {
+                            *b = b'\\';
+                        }
+                    }
+                }
+                let want = bytes.iter().position(|&b| b == b'\\');
+                assert_eq!(find_backslash(&bytes), want, "{bytes:?}");
+            }
         }
     }
 
