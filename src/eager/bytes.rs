@@ -122,6 +122,10 @@ pub(super) fn decode_escaped(
     let mut non_ascii = false;
     loop {
         i += string::push_escape_checked(src.get(i..)?, out)?;
+        if src.get(i) == Some(&b'\\') {
+            // Escapes back to back: no search.
+            continue;
+        }
         let (at, high) = next_special(src, i)?;
         non_ascii |= high;
         out.extend_from_slice(src.get(i..at)?);
