@@ -149,6 +149,29 @@ shapes.chat = {
     modify_nested = function(t, k) t.messages[1].content[1].text = "redacted " .. k end,
 }
 
+-- A chat request in Chinese (payloads.chat_cjk), each message's content a
+-- string.
+shapes.chat_cjk = {
+    read = function(t, len)
+        local chars = 0
+        local messages = t.messages
+        for i = 1, len(messages) do
+            chars = chars + #messages[i].content
+        end
+        return #t.model + chars
+    end,
+    read_doc = function(doc)
+        local chars = 0
+        for i = 0, doc:len("messages") - 1 do
+            chars = chars + #doc:get_str("messages[" .. i .. "].content")
+        end
+        return #doc:get_str("model") + chars
+    end,
+    modify_top = function(t, k) t.model = "qwen-plus-" .. k end,
+    add = function(t, k) t.x_gateway = k end,
+    modify_nested = function(t, k) t.messages[1].content = "redacted " .. k end,
+}
+
 shapes.github = {
     read = function(t, len)
         local sum = 0
@@ -457,6 +480,15 @@ for _, rung in ipairs(payloads.ladder) do
             list[#list + 1] = floor
             return list
         end,
+    }
+end
+-- The Chinese chat request as Python's json.dumps sends it by default:
+-- every character a \uXXXX escape.
+for _, size in ipairs({ { "9k", 4096 }, { "196k", 100e3 } }) do
+    scenarios[#scenarios + 1] = {
+        name = "cjk-escaped " .. size[1],
+        texts = function() return { payloads.ascii_escaped(payloads.chat_cjk(size[2])) } end,
+        workloads = function() return with_plain(workloads_for(shapes.chat_cjk)) end,
     }
 end
 scenarios[#scenarios + 1] = {

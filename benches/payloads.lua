@@ -10,7 +10,7 @@ local ffi = require("ffi")
 local bit = require("bit")
 
 local band, bxor, lshift, rshift = bit.band, bit.bxor, bit.lshift, bit.rshift
-local concat, format, char = table.concat, string.format, string.char
+local concat, format, char, byte = table.concat, string.format, string.char, string.byte
 
 local _M = {}
 
@@ -148,6 +148,27 @@ function _M.chat_cjk(bytes)
         size = size + #messages[#messages] + 1
     end
     return '{"model":"qwen-max","messages":[' .. concat(messages, ",") .. "]}"
+end
+
+-- `text` with every character beyond ASCII written as a `\uXXXX` escape
+-- (a surrogate pair beyond the BMP), as Python's json.dumps writes JSON by
+-- default (ensure_ascii), and so as many clients send it.
+function _M.ascii_escaped(text)
+    return (text:gsub("[\xc0-\xf7][\x80-\xbf]*", function(c)
+        local b1, b2, b3, b4 = byte(c, 1, 4)
+        local code
+        if b1 < 0xe0 then
+            code = band(b1, 0x1f) * 64 + band(b2, 0x3f)
+        elseif b1 < 0xf0 then
+            code = band(b1, 0x0f) * 4096 + band(b2, 0x3f) * 64 + band(b3, 0x3f)
+        else
+            code = band(b1, 0x07) * 262144 + band(b2, 0x3f) * 4096 + band(b3, 0x3f) * 64
+                   + band(b4, 0x3f)
+            code = code - 0x10000
+            return format("\\u%04x\\u%04x", 0xd800 + rshift(code, 10), 0xdc00 + band(code, 0x3ff))
+        end
+        return format("\\u%04x", code)
+    end))
 end
 
 local WORDS = {

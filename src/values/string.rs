@@ -17,8 +17,12 @@ pub fn unescape_into(body: &[u8], out: &mut Vec<u8>) {
     let mut rest = body;
     while let Some(at) = find_backslash(rest) {
         out.extend_from_slice(&rest[..at]);
-        let used = push_escape(&rest[at..], out);
-        rest = &rest[at + used..];
+        rest = &rest[at..];
+        // Escapes back to back need no search between them.
+        while rest.first() == Some(&b'\\') {
+            let used = push_escape(rest, out);
+            rest = rest.get(used..).unwrap_or_default();
+        }
     }
     out.extend_from_slice(rest);
 }
