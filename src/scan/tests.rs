@@ -351,6 +351,26 @@ fn blocks_of_every_density() {
 }
 
 #[test]
+fn strings_of_every_escape_density() {
+    // A run's escapes are written one by one or branch-free depending on
+    // how many its blocks hold (`DENSE_ESCAPES`): strings of 0 to 32
+    // escapes per block, runs of them spanning several blocks and runs.
+    let mut rng = Rng::new(7);
+    for density in 0..=32 {
+        let mut text = b"[\"".to_vec();
+        while text.len() < 5000 {
+            if rng.below(64) < density {
+                text.extend_from_slice(rng.pick(&[&br"\u4e2d"[..], br"\n", br"\\", br#"\""#]));
+            } else {
+                text.push(b'a');
+            }
+        }
+        text.extend_from_slice(b"\",1]");
+        check_all_kernels(&text, density % 8 == 0);
+    }
+}
+
+#[test]
 fn a_fresh_index_holds_its_entries_and_the_writers_slack() {
     // What a pooled document keeps for good: not 64 slots per block.
     let sse = br#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1763700000,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}"#;
