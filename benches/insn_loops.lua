@@ -22,6 +22,7 @@ local payloads = require("payloads")
 local TOOL = payloads.TOOL_CALL
 local SSE = payloads.sse_events(3)[2]
 local CJK = payloads.chat_cjk(4096)
+local CJK_ESCAPED = payloads.ascii_escaped(CJK)
 local EAGER = { lazy = false }
 
 -- Each workload: one decode of library `lib` and what a handler does
@@ -98,6 +99,21 @@ workloads = {
         local t = lib.eager(CJK)
         return #t.messages[#t.messages].content + k
     end,
+    -- The same request as Python's json.dumps sends it, every character a
+    -- \uXXXX escape: decoded to plain tables, and lazily with every
+    -- message read.
+    ["esc-eager"] = function(lib, k)
+        local t = lib.eager(CJK_ESCAPED)
+        return #t.messages[#t.messages].content + k
+    end,
+    ["esc-read"] = function(lib, k)
+        local t = lib.decode(CJK_ESCAPED)
+        local messages, n = t.messages, 0
+        for i = 1, lib.len(messages) do
+            n = n + #messages[i].content
+        end
+        return n + k
+    end,
 }
 
 local libraries = {
@@ -106,8 +122,10 @@ local libraries = {
         parse = qjson.parse,
         eager = function(s) return qjson.decode(s, EAGER) end,
         encode = qjson.encode,
+        len = qjson.len,
     },
-    cjson = { decode = cjson.decode, eager = cjson.decode, encode = cjson.encode },
+    cjson = { decode = cjson.decode, eager = cjson.decode, encode = cjson.encode,
+              len = function(t) return #t end },
 }
 
 local name, n = arg[1], tonumber(arg[2])
