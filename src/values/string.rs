@@ -12,7 +12,7 @@ use crate::error::ErrorCode;
 /// `body` must have passed validation; on anything else this still
 /// terminates without panicking, but the bytes produced are unspecified.
 pub fn unescape_into(body: &[u8], out: &mut Vec<u8>) {
-    // The output is never longer than the body (see `push_escape`).
+    // The output is never longer than the body (see `push_decoded`).
     out.reserve(body.len() + ESCAPE_SLACK);
     let mut rest = body;
     while let Some(at) = find_backslash(rest) {
@@ -86,7 +86,7 @@ pub fn unescaped_eq(body: &[u8], want: &[u8]) -> bool {
 const ESCAPE_SLACK: usize = 4;
 
 /// The UTF-8 of one decoded escape (at most 4 bytes).
-pub(crate) struct Decoded {
+struct Decoded {
     buf: [u8; 4],
     len: u8,
 }
@@ -132,9 +132,9 @@ fn push_escape(esc: &[u8], out: &mut Vec<u8>) -> usize {
 }
 
 /// A valid escape: the character it stands for and how many bytes it
-/// takes (12 for a surrogate pair, whose halves are one character). Eight
-/// bytes with [`BadEscape`], so that [`escape`]'s result comes back in a
-/// register.
+/// takes (12 for a surrogate pair, whose halves are one character). Small,
+/// like [`BadEscape`], so that [`escape`]'s result comes back in
+/// registers.
 #[derive(Clone, Copy)]
 pub(crate) struct Escape {
     /// The code point: not a surrogate.
