@@ -14,6 +14,15 @@ use crate::values::string;
 /// advances `*next` past them.
 pub(crate) fn check(src: &[u8], escapes: &[u32], next: &mut usize, close: u32) -> Result<()> {
     while let Some(&at) = escapes.get(*next).filter(|&&e| e < close) {
+        // A `\uXXXX` of a character that is no surrogate, first and
+        // without the rest of `string::escape`'s cases: a text escaped
+        // throughout (Python's json.dumps) is nothing else.
+        if src.get(at as usize) == Some(&b'u')
+            && string::hex4(src, at as usize + 1).is_some_and(|unit| unit & 0xf800 != 0xd800)
+        {
+            *next += 1;
+            continue;
+        }
         let backslash = at as usize - 1;
         match string::escape(src.get(backslash..).unwrap_or_default()) {
             Ok(e) => {
