@@ -180,7 +180,7 @@ pub(crate) fn escape(esc: &[u8]) -> Result<Escape, BadEscape> {
         Some(b't') => simple(b'\t'),
         Some(b'u') => {
             let unit = hex4(esc, 2).ok_or(BadEscape::new(ErrorCode::InvalidUnicodeEscape, 0))?;
-            if unit & 0xf800 != 0xd800 {
+            if !is_surrogate(unit) {
                 return Ok(Escape { code: unit, len: 6 });
             }
             // A high surrogate must be followed at once by a `\u` escape
@@ -199,6 +199,13 @@ pub(crate) fn escape(esc: &[u8]) -> Result<Escape, BadEscape> {
         }
         _ => Err(BadEscape::new(ErrorCode::InvalidEscape, 0)),
     }
+}
+
+/// Whether the code unit of a `\uXXXX` is half of a surrogate pair
+/// (0xD800 to 0xDFFF).
+#[inline(always)]
+pub(crate) fn is_surrogate(unit: u32) -> bool {
+    unit & 0xf800 == 0xd800
 }
 
 /// [`escape`] for validated text, decoded: an invalid escape (garbage,
