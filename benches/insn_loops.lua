@@ -106,6 +106,17 @@ workloads = {
         local t = lib.eager(CJK_ESCAPED)
         return #t.messages[#t.messages].content + k
     end,
+    -- The same reads through qjson.parse's getters (cjson: esc-read).
+    ["esc-get"] = function(lib, k)
+        if not lib.parse then
+            return workloads["esc-read"](lib, k)
+        end
+        local d, n = lib.parse(CJK_ESCAPED), 0
+        for i = 0, d:len("messages") - 1 do
+            n = n + #d:get_str("messages[" .. i .. "].content")
+        end
+        return n + k
+    end,
     ["esc-read"] = function(lib, k)
         local t = lib.decode(CJK_ESCAPED)
         local messages, n = t.messages, 0

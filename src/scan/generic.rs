@@ -197,10 +197,11 @@ fn push_masks<S: Simd>(simd: S, out: &mut Vec<u32>, masks: &[(u32, u64)]) {
 
 /// Escapes per block (of those that have any) from which a run's escapes
 /// are written by [`push_masks`] rather than [`push_sparse`]. An escaped
-/// Chinese chat request (one `\uXXXX` every six bytes): stage 1 and
-/// validation 135 k -> 128 k instructions (the branch-free writer for every
-/// run: 126 k, but twitter's stage 1 +1.4%; with this threshold +0.5%,
-/// citm_catalog unchanged).
+/// Chinese chat request (one `\uXXXX` every six bytes;
+/// `tools/lua_insns.sh esc-get`): 214 k instructions one by one, 207 k
+/// with this threshold, 206 k with the branch-free writer for every run,
+/// which cost twitter's stage 1 1.4% where this threshold costs 0.5%
+/// (`benches/insns.rs`), citm_catalog's nothing.
 const DENSE_ESCAPES: usize = 4;
 
 /// [`push_masks`] for masks with few bits (escapes: mostly one or two per
