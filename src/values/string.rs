@@ -12,19 +12,43 @@ use crate::error::ErrorCode;
 /// `body` must have passed validation; on anything else this still
 /// terminates without panicking, but the bytes produced are unspecified.
 pub fn unescape_into(body: &[u8], out: &mut Vec<u8>) {
-    // The output is never longer than the body (see `push_decoded`).
-    out.reserve(body.len() + ESCAPE_SLACK);
-    let mut rest = body;
-    while let Some(at) = find_backslash(rest) {
-        out.extend_from_slice(&rest[..at]);
-        rest = &rest[at..];
+    let start = out.len();
+    // The output is never longer than the body, and an escape's decoded
+    // bytes are stored as a fixed-size block of ESCAPE_SLACK (see
+    // `Decoded`): room for both, written by index and cut to length after.
+    // (Appending to `out` escape by escape checked its capacity and
+    // moved its length each time: a third of the work of a read of a
+    // text escaped throughout.)
+    out.resize(start + body.len() + ESCAPE_SLACK, 0);
+    let written = unescape_to(body, &mut out[start..]);
+    out.truncate(start + written);
+}
+
+/// Decodes `body` into `dst`, at least `ESCAPE_SLACK` bytes longer than
+/// it; returns the bytes written. Writing never overtakes reading (no
+/// escape decodes to more bytes than it takes), so `w <= r` throughout
+/// and every store lands within `dst`.
+fn unescape_to(body: &[u8], dst: &mut [u8]) -> usize {
+    let (mut r, mut w) = (0, 0);
+    while let Some(at) = find_backslash(&body[r..]) {
+        dst[w..w + at].copy_from_slice(&body[r..r + at]);
+        (r, w) = (r + at, w + at);
         // Escapes back to back need no search between them.
-        while rest.first() == Some(&b'\\') {
-            let used = push_escape(rest, out);
-            rest = rest.get(used..).unwrap_or_default();
+        while body.get(r) == Some(&b'\\') {
+            let (decoded, used) = match body.get(r + 1) {
+                Some(b'u') => match hex4(body, r + 2) {
+                    Some(unit) if !is_surrogate(unit) => (utf8(unit), 6),
+                    _ => decode_escape(&body[r..]),
+                },
+                _ => decode_escape(&body[r..]),
+            };
+            dst[w..w + ESCAPE_SLACK].copy_from_slice(&decoded.buf);
+            (r, w) = (r + used, w + usize::from(decoded.len));
         }
     }
-    out.extend_from_slice(rest);
+    let tail = &body[r..];
+    dst[w..w + tail.len()].copy_from_slice(tail);
+    w + tail.len()
 }
 
 /// Checks and decodes the escape at the start of `esc` (which begins with
@@ -82,7 +106,8 @@ pub fn unescaped_eq(body: &[u8], want: &[u8]) -> bool {
     rest == want
 }
 
-/// Bytes of room [`push_decoded`] needs past what it keeps: it stores 4.
+/// Bytes of room a decoded escape needs past what it keeps: its UTF-8 is
+/// stored as all of [`Decoded::buf`] ([`push_decoded`], [`unescape_to`]).
 const ESCAPE_SLACK: usize = 4;
 
 /// The UTF-8 of one decoded escape (at most 4 bytes).
@@ -121,14 +146,6 @@ fn push_decoded(decoded: &Decoded, out: &mut Vec<u8>) {
     let len = out.len() + usize::from(decoded.len);
     out.extend_from_slice(&decoded.buf);
     out.truncate(len);
-}
-
-/// [`decode_escape`], appended to `out`; returns the bytes it took.
-#[inline(always)]
-fn push_escape(esc: &[u8], out: &mut Vec<u8>) -> usize {
-    let (decoded, used) = decode_escape(esc);
-    push_decoded(&decoded, out);
-    used
 }
 
 /// A valid escape: the character it stands for and how many bytes it
@@ -386,6 +403,36 @@ mod tests {
                 assert_eq!(find_backslash(&bytes), want, "{bytes:?}");
             }
         }
+    }
+
+    #[test]
+    fn hex_digits_are_read_as_std_reads_them() {
+        let value = |b: u8| char::from(b).to_digit(16);
+        for pos in 0..4 {
+            for b in 0..=255u8 {
+                let mut digits = *b"09aF";
+                digits[pos] = b;
+                let want = digits
+                    .iter()
+                    .try_fold(0, |acc, &d| value(d).map(|v| acc << 4 | v));
+                assert_eq!(hex4(&digits, 0), want, "{digits:?}");
+            }
+        }
+        // Two bytes at a time across the ranges' edges.
+        let edges = [
+            0, b'/', b'0', b'9', b':', b'@', b'A', b'F', b'G', b'`', b'a', b'f', b'g', 0x7f, 0x80,
+            0xff,
+        ];
+        for &p in &edges {
+            for &q in &edges {
+                let digits = [b'7', p, q, b'c'];
+                let want = digits
+                    .iter()
+                    .try_fold(0, |acc, &d| value(d).map(|v| acc << 4 | v));
+                assert_eq!(hex4(&digits, 0), want, "{digits:?}");
+            }
+        }
+        assert_eq!(hex4(b"\\u12", 2), None, "cut short");
     }
 
     #[test]
