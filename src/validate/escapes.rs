@@ -20,10 +20,18 @@ pub(crate) fn check(src: &[u8], escapes: &[u32], next: &mut usize, close: u32) -
         // not in `escape`: what it saves is this loop's slicing and result
         // handling (`tools/lua_insns.sh esc-read`: 237 k instructions with
         // the test inside `escape`, 211 k here).
-        if src.get(at as usize) == Some(&b'u')
-            && string::hex4(src, at as usize + 1).is_some_and(|unit| !string::is_surrogate(unit))
-        {
+        if plain_unicode_escape(src, at as usize) {
+            // And the run it starts: an escape right after a checked one
+            // is the next in the list (its backslash follows a hex digit,
+            // so it is active) and lies before `close` (no quote came
+            // between), so the list is not read for it.
+            let mut at = at as usize;
             *next += 1;
+            while src.get(at + 5) == Some(&b'\\') && plain_unicode_escape(src, at + 6) {
+                at += 6;
+                debug_assert_eq!(escapes.get(*next), Some(&(at as u32)));
+                *next += 1;
+            }
             continue;
         }
         let backslash = at as usize - 1;
@@ -47,4 +55,12 @@ pub(crate) fn check(src: &[u8], escapes: &[u32], next: &mut usize, close: u32) -
         *next += 1;
     }
     Ok(())
+}
+
+/// Whether `src[at]` is the `u` of a valid `\uXXXX` of a character that
+/// is no surrogate.
+#[inline(always)]
+fn plain_unicode_escape(src: &[u8], at: usize) -> bool {
+    src.get(at) == Some(&b'u')
+        && string::hex4(src, at + 1).is_some_and(|unit| !string::is_surrogate(unit))
 }

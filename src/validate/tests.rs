@@ -319,3 +319,51 @@ fn numbers_are_checked_alike_at_every_length() {
     }
     assert!(rejected > 5_000, "only {rejected} rejected");
 }
+
+/// Runs of `\uXXXX` escapes (which validation takes a run at a time) of
+/// every length up to five, ended in every way an escape can be right or
+/// wrong, in values and keys: the code and offset of every verdict are
+/// the reference's.
+#[test]
+fn runs_of_unicode_escapes_are_checked_to_their_end() {
+    let endings = [
+        "",
+        r"\ud83d\ude00",
+        r"\ud83d",
+        r"\ud83dx",
+        r"\ud83d\u0041",
+        r"\ude00",
+        r"\u4e2g",
+        r"\u4e2",
+        r"\u4e",
+        r"\u",
+        r"\n",
+        r"\x",
+        "\u{1}",
+        r#"\""#,
+        r"\\",
+        r"\/",
+        "\u{e9}",
+        r"\U4e2d",
+        r"\u00e9",
+        r"\uD83D\uDE00",
+    ];
+    let mut rejected = 0;
+    for run in 0..=5 {
+        for ending in endings {
+            for after in ["", r"\u4e2d", "a"] {
+                let body = format!("{}{ending}{after}", r"\u4e2d".repeat(run));
+                for text in [format!(r#"["{body}"]"#), format!(r#"{{"{body}":1}}"#)] {
+                    let text = text.as_bytes();
+                    let want = naive_scan(text).and_then(|(positions, _)| {
+                        naive_stage2(text, &positions, DEFAULT_MAX_DEPTH as usize)
+                    });
+                    let got = check(text, &Options::default()).map(|_| ());
+                    assert_eq!(got, want, "{:?}", String::from_utf8_lossy(text));
+                    rejected += usize::from(want.is_err());
+                }
+            }
+        }
+    }
+    assert!(rejected > 200, "only {rejected} rejected");
+}
