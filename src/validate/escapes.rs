@@ -14,20 +14,19 @@ use crate::values::string;
 /// advances `*next` past them.
 pub(crate) fn check(src: &[u8], escapes: &[u32], next: &mut usize, close: u32) -> Result<()> {
     while let Some(&at) = escapes.get(*next).filter(|&&e| e < close) {
-        // A `\uXXXX` of a character that is no surrogate (valid by
-        // `string::escape`'s rules), before the general case: a text
-        // escaped throughout (Python's json.dumps) is nothing else. Here,
-        // not in `escape`: what it saves is this loop's slicing and result
-        // handling (`tools/lua_insns.sh esc-read`: 237 k instructions with
-        // the test inside `escape`, 211 k here).
-        if plain_unicode_escape(src, at as usize) {
+        // A `\uXXXX` of a character that is no surrogate first
+        // (`string::plain_unicode`): a text escaped throughout is nothing
+        // else. Here, not in `escape`: what it saves is this loop's
+        // slicing and result handling (`tools/lua_insns.sh esc-read`: 237 k
+        // instructions with the test inside `escape`, 211 k here).
+        if string::plain_unicode(src, at as usize).is_some() {
             // And the run it starts: an escape right after a checked one
             // is the next in the list (its backslash follows a hex digit,
             // so it is active) and lies before `close` (no quote came
             // between), so the list is not read for it.
             let mut at = at as usize;
             *next += 1;
-            while src.get(at + 5) == Some(&b'\\') && plain_unicode_escape(src, at + 6) {
+            while src.get(at + 5) == Some(&b'\\') && string::plain_unicode(src, at + 6).is_some() {
                 at += 6;
                 debug_assert_eq!(escapes.get(*next), Some(&(at as u32)));
                 *next += 1;
@@ -55,12 +54,4 @@ pub(crate) fn check(src: &[u8], escapes: &[u32], next: &mut usize, close: u32) -
         *next += 1;
     }
     Ok(())
-}
-
-/// Whether `src[at]` is the `u` of a valid `\uXXXX` of a character that
-/// is no surrogate.
-#[inline(always)]
-fn plain_unicode_escape(src: &[u8], at: usize) -> bool {
-    src.get(at) == Some(&b'u')
-        && string::hex4(src, at + 1).is_some_and(|unit| !string::is_surrogate(unit))
 }
