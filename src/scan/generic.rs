@@ -198,7 +198,7 @@ fn push_masks<S: Simd>(simd: S, out: &mut Vec<u32>, masks: &[(u32, u64)]) {
 /// Escapes per block (of those that have any) from which a run's escapes
 /// are written by [`push_masks`] rather than [`push_sparse`]. An escaped
 /// Chinese chat request (one `\uXXXX` every six bytes;
-/// `tools/lua_insns.sh esc-get`): 214 k instructions one by one, 207 k
+/// `tools/lua_insns.sh esc-get` at d1a3be7): 214 k instructions one by one, 207 k
 /// with this threshold, 206 k with the branch-free writer for every run,
 /// which cost twitter's stage 1 1.4% where this threshold costs 0.5%
 /// (`benches/insns.rs`), citm_catalog's nothing.
