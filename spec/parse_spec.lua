@@ -360,6 +360,24 @@ describe("document lifetime", function()
         last:free()
     end)
 
+    it("hands the newest dead document's memory to the next parse", function()
+        -- A sweep gives dead documents back oldest first, so the pool,
+        -- which hands out the last one given back, reuses the one most
+        -- likely still in cache.
+        local PTR = require("qjson.doc").PTR
+        local addresses = {}
+        for i = 1, 3 do
+            addresses[i] = qjson.parse('{"n":' .. i .. '}')._doc[PTR]
+        end
+        collectgarbage()
+        collectgarbage()
+        local sweeping = qjson.parse("[]") -- parsed, then sweeps
+        local next_doc = qjson.parse("[1]")
+        assert.equal(addresses[3], next_doc._doc[PTR])
+        sweeping:free()
+        next_doc:free()
+    end)
+
     it("keeps documents that are reachable only through cursors or proxies", function()
         local cursor = qjson.parse('{"a":{"b":"kept"}}'):open("a")
         local nested = qjson.decode('{"x":{"y":["kept"]}}').x.y

@@ -345,12 +345,23 @@ local function release(slot)
 end
 
 local function sweep()
-    -- Downwards: a release moves the last entry, already visited, here.
-    for i = held, 1, -1 do
+    -- The dead are found first and released oldest first (`live` is in
+    -- the order of the parses, but for the survivors a release moved),
+    -- so that the pool, which hands out the last document given back,
+    -- hands out the newest first: the likeliest in cache.
+    local dead, n = {}, 0
+    for i = 1, held do
         local slot = live[i]
-        -- (A sweep run by a finalizer during a release may have shortened
-        -- the list; what it moved is found by the next sweep.)
-        if slot and alive[slot] == nil then
+        if alive[slot] == nil then
+            n = n + 1
+            dead[n] = slot
+        end
+    end
+    for k = 1, n do
+        local slot = dead[k]
+        -- (A sweep run by a finalizer during a release may have released
+        -- it already, and a parse taken its slot again.)
+        if handles[slot] and alive[slot] == nil then
             release(slot)
         end
     end
