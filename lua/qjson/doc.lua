@@ -323,6 +323,9 @@ local slot_count, held = 0, 0
 -- The slots in use, densely, and where each is in that list.
 local live, live_at = {}, {}
 local pending, pending_count = {}, 0
+-- The slots a sweep found dead, kept from sweep to sweep: a new table per
+-- sweep was 8 more bytes of garbage per tool-call decode (248 -> 256).
+local dead = {}
 -- Stands in `alive` for a document waiting in `pending`, so that no sweep
 -- releases it too.
 local PENDING = {}
@@ -349,7 +352,7 @@ local function sweep()
     -- the order of the parses, but for the survivors a release moved),
     -- so that the pool, which hands out the last document given back,
     -- hands out the newest first: the likeliest in cache.
-    local dead, n = {}, 0
+    local n = 0
     for i = 1, held do
         local slot = live[i]
         if alive[slot] == nil then
@@ -360,7 +363,8 @@ local function sweep()
     for k = 1, n do
         local slot = dead[k]
         -- (A sweep run by a finalizer during a release may have released
-        -- it already, and a parse taken its slot again.)
+        -- it already, a parse taken its slot again, or that sweep's
+        -- list overwritten this one's: what it lists it releases.)
         if handles[slot] and alive[slot] == nil then
             release(slot)
         end
