@@ -566,7 +566,7 @@ pub mod pool {
             self.peak_out = self.out;
             self.returned = 0;
             self.returned_bytes = 0;
-            // The oldest go first: the newest are the likeliest in cache.
+            // The first parked go first: the last parked are taken first.
             let mut over = self.bytes.saturating_sub(self.budget);
             let mut dropped = 0;
             for (_, bytes) in &self.documents {

@@ -323,9 +323,6 @@ local slot_count, held = 0, 0
 -- The slots in use, densely, and where each is in that list.
 local live, live_at = {}, {}
 local pending, pending_count = {}, 0
--- The slots a sweep found dead, kept from sweep to sweep: a new table per
--- sweep was 8 more bytes of garbage per tool-call decode (248 -> 256).
-local dead = {}
 -- Stands in `alive` for a document waiting in `pending`, so that no sweep
 -- releases it too.
 local PENDING = {}
@@ -348,24 +345,19 @@ local function release(slot)
 end
 
 local function sweep()
-    -- The dead are found first and released oldest first (`live` is in
-    -- the order of the parses, but for the survivors a release moved),
-    -- so that the pool, which hands out the last document given back,
-    -- hands out the newest first: the likeliest in cache.
-    local n = 0
-    for i = 1, held do
+    -- Downwards: a release moves the last entry, already visited, here.
+    -- The newest dead are given back first, so the pool (which hands out
+    -- the last one given back) gives the next parses the oldest first, in
+    -- the order they were parsed: consecutive parses reuse memory
+    -- allocated one after the other. The newest first (likelier in
+    -- cache) made a tool-call decode with 131 MB of Lua objects alive 15%
+    -- slower (`luajit benches/heap_pacing.lua 1000000`, three runs each:
+    -- 0.93-0.99x cjson before, 0.76-0.83x).
+    for i = held, 1, -1 do
         local slot = live[i]
-        if alive[slot] == nil then
-            n = n + 1
-            dead[n] = slot
-        end
-    end
-    for k = 1, n do
-        local slot = dead[k]
-        -- (A sweep run by a finalizer during a release may have released
-        -- it already, a parse taken its slot again, or that sweep's
-        -- list overwritten this one's: what it lists it releases.)
-        if handles[slot] and alive[slot] == nil then
+        -- (A sweep run by a finalizer during a release may have shortened
+        -- the list; what it moved is found by the next sweep.)
+        if slot and alive[slot] == nil then
             release(slot)
         end
     end
