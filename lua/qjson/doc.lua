@@ -352,7 +352,7 @@ local function sweep()
     -- allocated one after the other. The newest first (likelier in
     -- cache) made a tool-call decode with 131 MB of Lua objects alive 15%
     -- slower (`luajit benches/heap_pacing.lua 1000000`, three runs each:
-    -- 0.93-0.99x cjson before, 0.76-0.83x).
+    -- 0.93-0.99x cjson in this order, 0.76-0.83x newest first at db66103).
     for i = held, 1, -1 do
         local slot = live[i]
         -- (A sweep run by a finalizer during a release may have shortened
