@@ -1,4 +1,5 @@
-//! Native throughput of the core, beside a bandwidth reference.
+//! Native throughput of the core, beside a bandwidth reference and
+//! simdjson.
 //!
 //! For each payload: stage 1 alone (`scan`), stage 2 alone (`validate`
 //! over a prepared index), the full validating parse
@@ -6,23 +7,23 @@
 //! byte that never occurs, i.e. one plain SIMD pass over the same bytes.
 //! Stage 1 and the full parse are measured with every kernel this CPU
 //! supports (so `scalar`'s full parse meets simdjson's `fallback` DOM),
-//! stage 2 once; figures are GB/s (10^9 bytes/s),
-//! the best of 7 rounds of at least 50 ms each (best, as simdjson's own
-//! benchmark reports, so that the two are compared alike on a busy
-//! machine).
+//! stage 2 once; figures are GB/s (10^9 bytes/s), the best of 7 rounds of
+//! at least 50 ms each (best, as simdjson's own benchmark reports).
 //!
-//! With `QJSON_SJBENCH` naming simdjson's `sjbench` (built by
-//! `tools/baselines.sh`), each payload is also given to it right after
-//! qjson's rounds, and its stage 1 (`ondemand::parser::iterate`) and DOM
-//! parse figures are printed beside the qjson kernel of the same
-//! instruction set: `scalar` beside simdjson's `fallback`, `avx2` beside
-//! `haswell`, `avx512` beside `icelake`.
+//! With `QJSON_SIMDJSON` naming `libsimdjson_shim.so` (simdjson 3.9.4
+//! behind benches/simdjson_shim.cpp, built by `tools/bench.sh`),
+//! simdjson's stage 1 (`ondemand::parser::iterate`) and DOM parse run in
+//! this process beside the qjson kernel of the same instruction set
+//! (`scalar` beside simdjson's `fallback`, `avx2` beside `haswell`,
+//! `avx512` beside `icelake`), their rounds alternating with qjson's: on
+//! a shared machine, what runs at another time meets other neighbours.
 //!
 //! Run with `cargo bench --bench core [-- FILE...]`: the corpus from
 //! `$QJSON_DATA/corpus` (default `../shared/data/corpus`) and the files
 //! named on the command line (`make bench` passes the Lua benchmark's
 //! payloads, written by `luajit benches/payloads.lua DIR`).
 
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -31,22 +32,26 @@ use qjson::index::Index;
 use qjson::scan::{self, Kernel};
 use qjson::validate::{self, Options};
 
-/// GB/s of `f` over `len` bytes: the best of 7 rounds.
-fn gbps(len: usize, mut f: impl FnMut()) -> f64 {
-    let mut per_call = Vec::new();
+/// GB/s of each of `tasks` over `len` bytes: the best of 7 rounds each,
+/// their rounds alternating (after one round each to warm up).
+fn best_gbps(len: usize, tasks: &mut [&mut dyn FnMut()]) -> Vec<f64> {
+    let mut best = vec![f64::INFINITY; tasks.len()];
     for round in 0..8 {
-        let start = Instant::now();
-        let mut calls = 0u32;
-        while start.elapsed() < Duration::from_millis(50) || calls < 3 {
-            f();
-            calls += 1;
-        }
-        if round > 0 {
-            per_call.push(start.elapsed().as_secs_f64() / f64::from(calls));
+        for (task, best) in tasks.iter_mut().zip(&mut best) {
+            let start = Instant::now();
+            let mut calls = 0u32;
+            while start.elapsed() < Duration::from_millis(50) || calls < 3 {
+                task();
+                calls += 1;
+            }
+            if round > 0 {
+                *best = best.min(start.elapsed().as_secs_f64() / f64::from(calls));
+            }
         }
     }
-    let best = per_call.into_iter().fold(f64::INFINITY, f64::min);
-    len as f64 / best / 1e9
+    best.into_iter()
+        .map(|secs| len as f64 / secs / 1e9)
+        .collect()
 }
 
 /// simdjson's kernel for the same instruction set as `kernel`.
@@ -59,39 +64,111 @@ fn simdjson_kernel(kernel: Kernel) -> &'static str {
     }
 }
 
-/// `sjbench PATH`'s figures: (kernel, stage 1 GB/s, DOM GB/s) per line.
-fn sjbench(tool: &str, path: &str) -> Vec<(String, f64, f64)> {
-    let out = match std::process::Command::new(tool).arg(path).output() {
-        Ok(out) if out.status.success() => out.stdout,
-        Ok(out) => {
-            eprintln!(
-                "{tool} {path}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-            return Vec::new();
+unsafe extern "C" {
+    fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;
+    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    fn dlerror() -> *const c_char;
+}
+
+const RTLD_NOW: c_int = 2;
+
+type OpenFn = unsafe extern "C" fn(*const c_char, *const u8, usize) -> *mut c_void;
+type ParseFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+type CloseFn = unsafe extern "C" fn(*mut c_void);
+
+/// benches/simdjson_shim.cpp's functions, from the library at a path.
+struct Simdjson {
+    open: OpenFn,
+    stage1: ParseFn,
+    dom: ParseFn,
+    close: CloseFn,
+}
+
+impl Simdjson {
+    fn load(path: &str) -> Result<Simdjson, String> {
+        let last_error = || {
+            // SAFETY: dlerror returns NULL or a C string that stays valid
+            // until the next dl call, and is copied before then.
+            let e = unsafe { dlerror() };
+            if e.is_null() {
+                "unknown error".to_string()
+            } else {
+                // SAFETY: non-NULL, so a C string (see above).
+                unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
+            }
+        };
+        let c_path = CString::new(path).map_err(|e| e.to_string())?;
+        // SAFETY: a NUL-terminated path; the library (ours) runs no code
+        // at load beyond simdjson's static constructors.
+        let lib = unsafe { dlopen(c_path.as_ptr(), RTLD_NOW) };
+        if lib.is_null() {
+            return Err(last_error());
         }
-        Err(e) => {
-            eprintln!("{tool}: {e}");
-            return Vec::new();
+        let symbol = |name: &CStr| {
+            // SAFETY: `lib` is a handle dlopen returned, never closed.
+            let f = unsafe { dlsym(lib, name.as_ptr()) };
+            if f.is_null() {
+                Err(last_error())
+            } else {
+                Ok(f)
+            }
+        };
+        // SAFETY: each symbol is the extern "C" function of that name in
+        // benches/simdjson_shim.cpp, whose signature the type spells.
+        unsafe {
+            Ok(Simdjson {
+                open: std::mem::transmute::<*mut c_void, OpenFn>(symbol(c"qjson_simdjson_open")?),
+                stage1: std::mem::transmute::<*mut c_void, ParseFn>(symbol(
+                    c"qjson_simdjson_stage1",
+                )?),
+                dom: std::mem::transmute::<*mut c_void, ParseFn>(symbol(c"qjson_simdjson_dom")?),
+                close: std::mem::transmute::<*mut c_void, CloseFn>(symbol(
+                    c"qjson_simdjson_close",
+                )?),
+            })
         }
-    };
-    String::from_utf8_lossy(&out)
-        .lines()
-        .skip(1)
-        .filter_map(|line| {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            Some((
-                f.get(1)?.to_string(),
-                f.get(2)?.parse().ok()?,
-                f.get(3)?.parse().ok()?,
-            ))
-        })
-        .collect()
+    }
+
+    /// simdjson's parsers of `bytes` with its kernel `kernel`; `None`
+    /// when this CPU lacks it (or simdjson rejects the text).
+    fn parsers(&self, kernel: &str, bytes: &[u8]) -> Option<Parsers<'_>> {
+        let name = CString::new(kernel).ok()?;
+        // SAFETY: a C string and a live slice; the shim copies the bytes.
+        let ptr = unsafe { (self.open)(name.as_ptr(), bytes.as_ptr(), bytes.len()) };
+        (!ptr.is_null()).then_some(Parsers { lib: self, ptr })
+    }
+}
+
+/// A text and simdjson's two parsers of it, for one kernel.
+struct Parsers<'a> {
+    lib: &'a Simdjson,
+    ptr: *mut c_void,
+}
+
+impl Parsers<'_> {
+    fn stage1(&mut self) {
+        // SAFETY: `ptr` came from the shim's open and is not closed yet.
+        let status = unsafe { (self.lib.stage1)(self.ptr) };
+        assert_eq!(status, 0, "simdjson rejects the text");
+    }
+
+    fn dom(&mut self) {
+        // SAFETY: as in `stage1`.
+        let status = unsafe { (self.lib.dom)(self.ptr) };
+        assert_eq!(status, 0, "simdjson rejects the text");
+    }
+}
+
+impl Drop for Parsers<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from the shim's open; closed once, here.
+        unsafe { (self.lib.close)(self.ptr) }
+    }
 }
 
 fn main() {
     let data = std::env::var("QJSON_DATA").unwrap_or_else(|_| "../shared/data".into());
-    let mut payloads: Vec<(String, String, Vec<u8>)> = Vec::new();
+    let mut payloads: Vec<(String, Vec<u8>)> = Vec::new();
     let corpus = ["twitter.json", "citm_catalog.json", "canada.json"]
         .map(|name| (name.to_string(), format!("{data}/corpus/{name}")));
     let named = std::env::args()
@@ -105,13 +182,18 @@ fn main() {
         });
     for (name, path) in corpus.into_iter().chain(named) {
         match std::fs::read(&path) {
-            Ok(bytes) => payloads.push((name, path, bytes)),
+            Ok(bytes) => payloads.push((name, bytes)),
             Err(e) => eprintln!("skipping {path}: {e}"),
         }
     }
-    let simdjson = std::env::var("QJSON_SJBENCH")
+    let simdjson_path = std::env::var("QJSON_SIMDJSON")
         .ok()
         .filter(|s| !s.is_empty());
+    let simdjson = simdjson_path.as_deref().and_then(|path| {
+        Simdjson::load(path)
+            .map_err(|e| println!("(no simdjson figures: {path}: {e})"))
+            .ok()
+    });
 
     let opts = Options::default();
     println!(
@@ -128,57 +210,75 @@ fn main() {
         "sj s1",
         "sj DOM"
     );
-    for (name, path, bytes) in &payloads {
-        let reference = gbps(bytes.len(), || {
-            black_box(memchr::memchr(0xff, black_box(bytes)));
-        });
+    for (name, bytes) in &payloads {
+        let [reference] = best_gbps(
+            bytes.len(),
+            &mut [&mut || {
+                black_box(memchr::memchr(0xff, black_box(bytes)));
+            }],
+        )[..] else {
+            unreachable!("one task")
+        };
         // Stage 2 does not depend on the kernel: measured once, over the
         // active kernel's index.
         let mut index = Index::default();
         scan::scan(bytes, &mut index).unwrap();
         let mut scratch = validate::Scratch::default();
-        let stage2 = gbps(bytes.len(), || {
-            // SAFETY: `index` is stage 1's output for `bytes`.
-            unsafe {
-                validate::validate_unchecked(black_box(bytes), &mut index, &opts, &mut scratch)
-            }
-            .unwrap()
-        });
-        let mut rows = Vec::new();
+        let [stage2] = best_gbps(
+            bytes.len(),
+            &mut [&mut || {
+                // SAFETY: `index` is stage 1's output for `bytes`.
+                unsafe {
+                    validate::validate_unchecked(black_box(bytes), &mut index, &opts, &mut scratch)
+                }
+                .unwrap()
+            }],
+        )[..] else {
+            unreachable!("one task")
+        };
         for kernel in scan::supported_kernels() {
-            let stage1 = gbps(bytes.len(), || {
+            let sj = simdjson_kernel(kernel);
+            let mut doc = Document::new();
+            let mut stage1 = || {
                 index.clear();
                 scan::scan_with(kernel, black_box(bytes), &mut index).unwrap();
-            });
-            let mut doc = Document::new();
-            let full = gbps(bytes.len(), || {
-                doc.load_with(kernel, black_box(bytes), &opts).unwrap()
-            });
-            rows.push((kernel, stage1, full));
-        }
-        let theirs = simdjson
-            .as_deref()
-            .map_or(Vec::new(), |tool| sjbench(tool, path));
-        for (kernel, stage1, full) in rows {
-            let sj = simdjson_kernel(kernel);
-            let (sj_stage1, sj_dom) = theirs
-                .iter()
-                .find(|(k, _, _)| k == sj)
-                .map_or(("-".into(), "-".into()), |(_, s1, dom)| {
-                    (format!("{s1:.2}"), format!("{dom:.2}"))
-                });
+            };
+            let mut full = || doc.load_with(kernel, black_box(bytes), &opts).unwrap();
+            let mut theirs = simdjson.as_ref().and_then(|s| s.parsers(sj, bytes));
+            let figures = match theirs.as_mut() {
+                Some(parsers) => {
+                    let parsers = std::cell::RefCell::new(parsers);
+                    best_gbps(
+                        bytes.len(),
+                        &mut [
+                            &mut stage1,
+                            &mut || parsers.borrow_mut().stage1(),
+                            &mut full,
+                            &mut || parsers.borrow_mut().dom(),
+                        ],
+                    )
+                }
+                None => best_gbps(bytes.len(), &mut [&mut stage1, &mut full]),
+            };
+            let (s1, full, sj_s1, sj_dom) = match figures[..] {
+                [s1, sj_s1, full, sj_dom] => {
+                    (s1, full, format!("{sj_s1:.2}"), format!("{sj_dom:.2}"))
+                }
+                [s1, full] => (s1, full, "-".into(), "-".into()),
+                _ => unreachable!("two or four tasks"),
+            };
             println!(
                 "{:<18} {:>7} {:>9.2} {:>9.2} {:>9.2} {:>10.2} {:>9.2} {:>10.2}x {:>9} {:>9} {:>9}",
                 name,
                 kernel.name(),
                 bytes.len() as f64 / 1e6,
-                stage1,
+                s1,
                 stage2,
                 full,
                 reference,
-                stage1 / reference,
+                s1 / reference,
                 sj,
-                sj_stage1,
+                sj_s1,
                 sj_dom
             );
         }
@@ -189,15 +289,17 @@ fn main() {
          the active kernel is {})",
         scan::active_kernel().map_or("?", Kernel::name)
     );
-    match simdjson {
-        Some(tool) => println!(
-            "(simdjson 3.9.4 by {tool}, right after qjson on each payload: stage 1 = \
-             ondemand::parser::iterate, DOM = dom::parser::parse, best of 7 rounds; \
-             '-' where this CPU lacks the kernel)"
+    match (&simdjson, simdjson_path) {
+        (Some(_), Some(path)) => println!(
+            "(simdjson 3.9.4 from {path}, in this process, its rounds alternating with \
+             the qjson kernel's beside it: stage 1 = ondemand::parser::iterate, DOM = \
+             dom::parser::parse, best of 7 rounds; '-' where this CPU lacks the kernel)"
         ),
-        None => println!(
-            "(no simdjson figures: QJSON_SJBENCH is not set; make bench sets it when \
+        (None, None) => println!(
+            "(no simdjson figures: QJSON_SIMDJSON is not set; make bench sets it when \
              tools/baselines.sh finds the baselines)"
         ),
+        // Said above, with why.
+        _ => {}
     }
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make bench`: the native core benchmark on every payload, with simdjson's
-# own figures per kernel beside qjson's, then the Lua comparison against
-# OpenResty's lua-cjson fork and lua-resty-simdjson (all built by
-# tools/baselines.sh when ../shared/baselines or BASELINES=DIR is there;
-# Debian's lua-cjson and no simdjson figures otherwise).
+# figures per kernel beside qjson's (timed in the same process), then the
+# Lua comparison against OpenResty's lua-cjson fork and lua-resty-simdjson
+# (all built by tools/baselines.sh when ../shared/baselines or
+# BASELINES=DIR is there; Debian's lua-cjson and no simdjson figures
+# otherwise).
 #
 #   REPORT=1   also rewrite the generated part of docs/benchmarks.md and the
 #              chart docs/benchmarks.png (`make bench-report`)
@@ -15,7 +16,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # OpenResty's lua-cjson fork, Kong's lua-resty-simdjson and simdjson's
-# sjbench (tools/baselines.sh says why when there are none: Debian's
+# amalgamation (tools/baselines.sh says why when there are none: Debian's
 # lua-cjson is used then, and the native table has no simdjson columns).
 QJSON_BASELINES=$(tools/baselines.sh) || QJSON_BASELINES=""
 export QJSON_BASELINES
@@ -27,14 +28,24 @@ if [ "${QUICK:-0}" = 1 ]; then
 else
     mkdir "$work/payloads"
     files=$(luajit benches/payloads.lua "$work/payloads")
-    sjbench=""
-    if [ -n "$QJSON_BASELINES" ] && [ -x "$QJSON_BASELINES/sjbench" ]; then
-        sjbench=$QJSON_BASELINES/sjbench
+    # simdjson in the benchmark's own process (benches/simdjson_shim.cpp),
+    # built from the amalgamation the baselines come with.
+    simdjson=""
+    amalgamation=${QJSON_BASELINES:+$QJSON_BASELINES/simdjson-3.9.4}
+    if [ -n "$amalgamation" ] && [ -f "$amalgamation/simdjson.cpp" ]; then
+        simdjson=$PWD/target/simdjson/libsimdjson_shim.so
+        if [ ! -f "$simdjson" ] || [ benches/simdjson_shim.cpp -nt "$simdjson" ] \
+            || [ "$amalgamation/simdjson.cpp" -nt "$simdjson" ]; then
+            echo "(building simdjson 3.9.4 for the comparison, about 15 s)"
+            mkdir -p target/simdjson
+            c++ -O3 -DNDEBUG -std=c++17 -shared -fPIC -I"$amalgamation" -o "$simdjson" \
+                benches/simdjson_shim.cpp "$amalgamation/simdjson.cpp"
+        fi
     else
-        echo "(no sjbench among the baselines: simdjson's figures are skipped)"
+        echo "(no simdjson among the baselines: simdjson's figures are skipped)"
     fi
     # shellcheck disable=SC2086 # one argument per file
-    QJSON_SJBENCH=$sjbench cargo bench --quiet --bench core -- $files | tee "$work/native.txt"
+    QJSON_SIMDJSON=$simdjson cargo bench --quiet --bench core -- $files | tee "$work/native.txt"
 fi
 
 echo
