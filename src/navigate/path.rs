@@ -92,10 +92,7 @@ impl<'p> Path<'p> {
 
     #[inline(always)]
     fn next_key(&mut self, start: usize) -> Option<Result<Step<'p>>> {
-        let len = self.bytes[start..]
-            .iter()
-            .take_while(|&&b| b != b'.' && b != b'[')
-            .count();
+        let len = key_len(&self.bytes[start..]);
         if len == 0 {
             return self.bad(start);
         }
@@ -122,6 +119,37 @@ impl<'p> Iterator for Path<'p> {
             _ => self.bad(self.at),
         }
     }
+}
+
+/// The length of the dotted-path key `rest` starts with: the bytes before
+/// the first `.` or `[`. Eight bytes at a time: a key read per call (a
+/// handler's `doc:get_str("model")`) took a fifth of a small document's
+/// path lookup byte by byte.
+#[inline(always)]
+fn key_len(rest: &[u8]) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    // The high bit of each byte of `word` equal to `b`, and maybe of
+    // bytes above such a byte (borrows run upwards): the lowest is exact.
+    let equal = |word: u64, b: u8| {
+        let x = word ^ (ONES * u64::from(b));
+        x.wrapping_sub(ONES) & !x & HIGHS
+    };
+    let mut words = rest.chunks_exact(8);
+    let mut len = 0;
+    for chunk in words.by_ref() {
+        let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        let stops = equal(word, b'.') | equal(word, b'[');
+        if stops != 0 {
+            return len + stops.trailing_zeros() as usize / 8;
+        }
+        len += 8;
+    }
+    len + words
+        .remainder()
+        .iter()
+        .take_while(|&&b| b != b'.' && b != b'[')
+        .count()
 }
 
 /// The index a canonical decimal spelling stands for, saturating.
@@ -187,6 +215,25 @@ mod tests {
             steps("[99999999999999999999999]"),
             Ok(vec![Index(usize::MAX)])
         );
+    }
+
+    #[test]
+    fn keys_end_at_the_first_dot_or_bracket_at_every_offset() {
+        for len in 0..20 {
+            for stop in [b'.', b'['] {
+                // Bytes that differ from the stops by one bit, and from
+                // each other, then a stop, then more stops and keys.
+                let mut path: Vec<u8> =
+                    (0..len).map(|i| [b'/', b'Z', b'\\', b'a'][i % 4]).collect();
+                path.push(stop);
+                path.extend_from_slice(b"[.x");
+                assert_eq!(key_len(&path), len, "{len} {}", stop as char);
+                assert_eq!(key_len(&path[..len]), len, "{len} without the stop");
+            }
+        }
+        // A stop just past one whose byte borrows: 0x2e - 1 is '-'.
+        assert_eq!(key_len(b"-.["), 1);
+        assert_eq!(key_len(b"\x01.x"), 1);
     }
 
     #[test]
