@@ -237,6 +237,20 @@ mod tests {
     }
 
     #[test]
+    fn key_len_matches_a_byte_loop_on_random_paths() {
+        let mut rng = crate::testing::Rng::new(7);
+        let alphabet = [
+            b'.', b'[', b']', b'-', b'/', b'Z', b'\\', b'a', 0x00, 0x01, 0x2f, 0xff,
+        ];
+        for _ in 0..20_000 {
+            let len = rng.below(40);
+            let path: Vec<u8> = (0..len).map(|_| rng.pick(&alphabet)).collect();
+            let expected = path.iter().take_while(|&&b| b != b'.' && b != b'[').count();
+            assert_eq!(key_len(&path), expected, "{path:?}");
+        }
+    }
+
+    #[test]
     fn malformed_dotted_paths_name_the_offset() {
         for (path, at) in [
             (".a", 0),
