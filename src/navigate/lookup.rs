@@ -885,9 +885,12 @@ mod tests {
             }
             assert_eq!(d.len(0), Some(n));
             // Against a fixed key each insert would probe past every key
-            // before it: n * n / 2 probes.
+            // before it: n * n / 2 probes. Here: the first WALKS reads walk
+            // all n keys, the table hashes each and every read probes a
+            // few slots, about 12 n in all, varying with the hash key (12 n
+            // as the bound failed one run in a hundred).
             assert!(
-                d.lookup_work() < 12 * n as u64,
+                d.lookup_work() < (u64::from(WALKS) + 8) * n as u64,
                 "{n} keys: {}",
                 d.lookup_work()
             );
