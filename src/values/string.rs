@@ -67,25 +67,38 @@ pub(crate) fn push_escape_checked(esc: &[u8], out: &mut Vec<u8>) -> Option<usize
 /// otherwise be searched a byte at a time on every read.
 #[inline]
 fn find_backslash(bytes: &[u8]) -> Option<usize> {
+    position_of_either(bytes, b'\\', b'\\')
+}
+
+/// The offset of the first byte of `bytes` equal to `a` or `b`, eight
+/// bytes per step: for short searches run on every read (a string's next
+/// escape, a path's next `.` or `[`), where a call to `memchr` costs more
+/// than the search.
+#[inline(always)]
+pub(crate) fn position_of_either(bytes: &[u8], a: u8, b: u8) -> Option<usize> {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
+    // The high bit of each byte of `word` equal to `c`: a zero byte of
+    // the XOR sets it; bytes above the first zero may be flagged falsely
+    // (a borrow runs upwards), below it never, so the lowest is exact.
+    let equal = |word: u64, c: u8| {
+        let x = word ^ (ONES * u64::from(c));
+        x.wrapping_sub(ONES) & !x & HIGHS
+    };
     let mut words = bytes.chunks_exact(8);
     let mut at = 0;
     for word in &mut words {
-        let x = u64::from_le_bytes(word.try_into().unwrap_or_default()) ^ BACKSLASHES;
-        // A zero byte of x (a backslash) sets its high bit here; bytes
-        // above the first zero may be flagged falsely, below it never.
-        let zero = x.wrapping_sub(ONES) & !x & HIGHS;
-        if zero != 0 {
-            return Some(at + zero.trailing_zeros() as usize / 8);
+        let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        let found = equal(word, a) | equal(word, b);
+        if found != 0 {
+            return Some(at + found.trailing_zeros() as usize / 8);
         }
         at += 8;
     }
     words
         .remainder()
         .iter()
-        .position(|&b| b == b'\\')
+        .position(|&c| c == a || c == b)
         .map(|k| at + k)
 }
 
