@@ -9,24 +9,37 @@
 --   luajit benches/string_interning.lua [N ...]     default: 10000 20000 40000
 --   luajit benches/string_interning.lua --pause [P ...]   default: 100 200 400 1000
 --
--- Whether a set of strings collides, and how much, changes from one
--- process to the next with Debian's luajit2 on x86-64 (which bytes the
--- hash reads appears to be drawn per process): run it a few times.
+-- Which bytes are read: on a CPU with SSE 4.2, OpenResty's luajit2 (and
+-- Debian's luajit2 2.1-20230119, its build) hashes a string of 128 bytes
+-- or more from three bytes (first, middle, last); a chain that grows past
+-- 32 strings is rehashed from its first and last 8 bytes and 16 windows
+-- of 8 bytes at offsets drawn once per process, all of them in the
+-- string's first nine sixteenths (lj_str_hash.c, hash_128_above: its loop
+-- steps one chunk where it reads two). So strings that differ only after
+-- that, short of their last 8 bytes, collide in every process; strings
+-- that differ only between the windows collide in some processes and not
+-- in others.
 --
 -- For each N: a JSON array of N strings of 308 bytes that differ in 8
--- digits at their start, or in their middle; the time of cjson.decode, of
--- qjson.decode(s, { lazy = false }), of qjson.parse alone (validation:
--- no Lua string is made) and of qjson.parse plus get_str of every element
--- (one Lua string each). cjson is the first on package.cpath (set
--- LUA_CPATH to OpenResty's fork, as tools/baselines.sh builds it).
+-- digits at their start, in their middle (byte 150: between windows or
+-- not, by process) or at three quarters (byte 225: never read); the time
+-- of cjson.decode, of qjson.decode(s, { lazy = false }), of qjson.parse
+-- alone (validation: no Lua string is made) and of qjson.parse plus
+-- get_str of every element (one Lua string each). cjson is the first on
+-- package.cpath (set LUA_CPATH to OpenResty's fork, as tools/baselines.sh
+-- builds it).
 --
 -- With --pause: the SSE rows' nested change of benches/lua_bench.lua
 -- (decode an event, set choices[1].delta.content to a new value, encode)
 -- under each collector pause P (collectgarbage("setpause", P); Lua's
 -- default is 200), median of 5 rounds of 20 000 events per library. Each
--- output differs from the last only in its middle, so the outputs made
--- since the last collection can share a chain: the longer a cycle, the
--- more of them each new one is compared with.
+-- output differs from the last only in the new value, so the outputs made
+-- since the last collection share a chain when the value lies where the
+-- hash does not read: the longer a cycle, the more of them each new one
+-- is compared with. Where the value lies is printed first: qjson keeps
+-- the event's order (choices last, so the value in the unread part);
+-- cjson writes keys in its table's order, which follows the per-process
+-- hash seed, so its value lands in the read part in some processes only.
 
 package.path = "lua/?.lua;" .. package.path
 
@@ -40,7 +53,9 @@ local function body(n, where)
     local parts = {}
     for i = 1, n do
         local digits = string.format("%08d", i)
-        local s = where == "middle" and PAD .. digits .. PAD or digits .. PAD .. PAD
+        local s = where == "start" and digits .. PAD .. PAD
+                  or where == "middle" and PAD .. digits .. PAD
+                  or PAD .. PAD:sub(1, 75) .. digits .. PAD:sub(76)
         parts[i] = '"' .. s .. '"'
     end
     return "[" .. table.concat(parts, ",") .. "]"
@@ -98,9 +113,19 @@ local function nested_change_us(lib, events)
     return rounds[3]
 end
 
+-- Where `lib`'s output of the nested change puts the new value.
+local function value_offset(lib, event)
+    local t = lib.decode(event)
+    t.choices[1].delta.content = "redacted 1"
+    local out = lib.encode(t)
+    return string.format("%s writes the new value at byte %d of %d", lib == cjson and "cjson"
+                         or "qjson", (out:find("redacted 1", 1, true)), #out)
+end
+
 local function pauses(list)
     package.path = "benches/?.lua;" .. package.path
     local events = require("payloads").sse_events(200)
+    print(value_offset(cjson, events[2]) .. "; " .. value_offset(qjson, events[2]))
     for _, pause in ipairs(list) do
         collectgarbage()
         collectgarbage("setpause", pause)
@@ -127,7 +152,7 @@ local sizes = #numbers > 0 and numbers or { 10000, 20000, 40000 }
 print(string.format("%-8s %-7s %14s %14s %14s %22s", "strings", "differ", ways[1][1],
                     ways[2][1], ways[3][1], ways[4][1]))
 for _, n in ipairs(sizes) do
-    for _, where in ipairs({ "start", "middle" }) do
+    for _, where in ipairs({ "start", "middle", "3/4" }) do
         local text = body(n, where)
         local row = { string.format("%-8d %-7s", n, where) }
         for k, way in ipairs(ways) do
