@@ -21,6 +21,8 @@ local c_decode = qffi.c_decode
 local null = qffi.null
 local empty_array_mt = lazy.empty_array_mt
 local ffi_string = ffi.string
+local ffi_cast = ffi.cast
+local CHAR_PTR = ffi.typeof("const char *")
 local new_doc = doc.new
 local error = error
 local pcall = pcall
@@ -131,7 +133,7 @@ local DATA, MISUSE = 0, 2
 -- lua/qjson/ffi.lua); returns the native handle (the caller owns it) and
 -- the bytes of native memory it allocated anew, or nil, the message and
 -- its level.
-local function parse_native(text, opts, fname, R)
+local function parse_native(text, opts, fname, R, from, len)
     if type(text) ~= "string" then
         return nil, "bad argument #1 to '" .. fname .. "' (string expected, got "
                     .. type(text) .. ")", MISUSE
@@ -140,18 +142,25 @@ local function parse_native(text, opts, fname, R)
     if not o then
         return nil, err, MISUSE
     end
-    local ptr = C.qjson_parse(text, #text, o, R)
+    local ptr
+    if from then
+        ptr = C.qjson_parse(ffi_cast(CHAR_PTR, text) + from, len, o, R)
+    else
+        ptr = C.qjson_parse(text, #text, o, R)
+    end
     if ptr == nil then
         return nil, "qjson: " .. ffi_string(R.error.message), DATA
     end
     return ptr, tonumber(R.count)
 end
 
--- Parses `text` for `fname`; returns the document, or nil, the message
--- and its level.
-local function parse(text, opts, safe, fname)
+-- Parses `text` for `fname`, or only its `len` bytes after the first
+-- `from` when given (qjson.sse: an event's data inside the chunk it came
+-- in, with no string of its own; the document keeps `text` alive);
+-- returns the document, or nil, the message and its level.
+local function parse(text, opts, safe, fname, from, len)
     local R = enter()
-    local ptr, detail, level = parse_native(text, opts, fname or "parse", R)
+    local ptr, detail, level = parse_native(text, opts, fname or "parse", R, from, len)
     leave(R)
     if not ptr then
         return nil, detail, level

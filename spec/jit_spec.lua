@@ -403,6 +403,26 @@ describe("JIT compilation of the getters", function()
         assert.equal(0, bad)
     end)
 
+    it("a streamed event read by qjson.sse and parsed where it came in", function()
+        -- A body filter's work per event: feed a chunk, parse the event's
+        -- data (in the chunk, with no string of its own), read a field.
+        -- The reader's line loop runs once per chunk of one event and gets
+        -- short traces of its own, as the encoder's splicing does.
+        local stream = require("qjson.sse").new()
+        local bad = 0
+        assert_no_nyi(function()
+            for i = 1, ITERATIONS do
+                local events = stream:feed('data: {"choices":[{"delta":{"content":"t'
+                                           .. i .. '"}}]}\n\n')
+                local event_doc = events[1]:parse()
+                if #event_doc:get_str("choices[0].delta.content") ~= #tostring(i) + 1 then
+                    bad = bad + 1
+                end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
     it("decode, delete a member, append an element, add a key, encode", function()
         -- The other edits: removals with their separators, appended
         -- elements and added keys, each in a container of its own.

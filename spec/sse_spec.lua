@@ -215,6 +215,51 @@ describe("qjson.sse", function()
         assert.equal(ev:parse(), ev:parse())
     end)
 
+    -- A one-line event's ev:parse() reads its line where it came in, with
+    -- no string of its own (lua/qjson/sse.lua, Event): the documents and
+    -- the errors, byte offsets included, are those of its data.
+    it("parses an event's data where it is, as safe.parse(ev.data) would", function()
+        local safe = require("qjson.safe")
+        local s = 'data: {"a":[1,2,{"b":"x\\u00e9"}]}\n\ndata:{"a":1,}\n\n'
+                  .. 'data:  {"a": "\xff"}\n\ndata: 7\n\ndata: [DONE]\n\n'
+                  .. 'data: {"a":\ndata: 2}\n\n'
+        for _, chunks in ipairs({ { s }, bytes(s), random_chunks(s, 11, 13) }) do
+            local events = run(chunks)
+            assert.equal(6, #events)
+            for i, ev in ipairs(events) do
+                local doc, err = ev:parse()
+                if ev.done then
+                    assert.equal(5, i)
+                    assert.same({ nil, "qjson.sse: [DONE] is not JSON" }, { doc, err })
+                else
+                    local want, want_err = safe.parse(ev.data)
+                    assert.equal(want_err, err)
+                    assert.equal(want and want:raw(), doc and doc:raw())
+                end
+            end
+            assert.equal("x\xc3\xa9", events[1]:parse():get_str("a[2].b"))
+            assert.matches("at byte 7,", select(2, events[2]:parse()))
+            assert.equal(7, events[4]:parse():get_f64(""))
+            assert.equal(2, events[6]:parse():get_f64("a"))
+            assert.equal(' {"a": "\xff"}', events[3].data)
+        end
+    end)
+
+    it("keeps the chunk an event's document reads alive as long as the document", function()
+        local stream = sse.new()
+        -- A chunk made here, referenced by nothing but the stream's events.
+        local events = stream:feed(table.concat({ "data: ", '{"n":', "12345", "}\n\n" }))
+        local doc = events[1]:parse()
+        events = nil -- luacheck: ignore 311
+        for _ = 1, 3 do
+            collectgarbage()
+            -- Strings made in between would reuse freed memory.
+            for i = 1, 100 do local _ = string.rep("z", 20 + i) .. i end
+        end
+        assert.equal(12345, doc:get_f64("n"))
+        assert.equal('{"n":12345}', doc:raw())
+    end)
+
     it("reports an oversize event as soon as it passes the limit, then goes on", function()
         local big = string.rep("x", 100)
         local s = 'data: {"n":1}\n\ndata: "' .. big .. '"\ndata: more\n\ndata: {"n":2}\n\n'

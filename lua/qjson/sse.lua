@@ -23,8 +23,11 @@
 -- linear in its size however it is chunked.
 
 local safe = require("qjson.safe")
+local parse_text = require("qjson")._parse
 
 local type = type
+local rawget = rawget
+local rawset = rawset
 local error = error
 local tostring = tostring
 local pairs = pairs
@@ -52,10 +55,31 @@ local _M = {
     DEFAULT_MAX_EVENT_SIZE = DEFAULT_MAX_EVENT_SIZE,
 }
 
+-- An event of one data line keeps where that line is (`_src`, the chunk
+-- or line it was read from, and its bytes after `_from`, `_len` of them)
+-- and makes `data` a string only when it is read: ev:parse() reads the
+-- line where it is. Every string LuaJIT makes is interned, and the events
+-- of a stream are alike: OpenResty's LuaJIT hashes a string of 128 bytes
+-- or more from its first nine sixteenths and last 8 bytes only, where
+-- the events of one stream differ least (id, model and the like come
+-- first, the delta last), so a string per event would be compared with
+-- every event of its length not yet collected (docs/reliability.md).
 local Event = {}
-Event.__index = Event
+Event.__index = function(ev, key)
+    if key == "data" then
+        local src = rawget(ev, "_src")
+        if src then
+            local from = rawget(ev, "_from")
+            local data = sub(src, from + 1, from + rawget(ev, "_len"))
+            rawset(ev, "data", data)
+            return data
+        end
+        return nil
+    end
+    return Event[key]
+end
 
--- Runs `fn(data)` once per event and keeps its result and error, so a
+-- Runs `fn(event)` once per event and keeps its result and error, so a
 -- filter may ask for the JSON in several places at no extra cost.
 local function cached(self, value_key, err_key, fn)
     if self.err then
@@ -67,21 +91,41 @@ local function cached(self, value_key, err_key, fn)
     local v = self[value_key]
     if v == nil and self[err_key] == nil then
         local err
-        v, err = fn(self.data)
-        self[value_key], self[err_key] = v, err
+        v, err = fn(self)
+        -- Only what is there: a key set to nil still takes a slot, and
+        -- a slot more than the event's table has room for costs a resize.
+        if v ~= nil then
+            self[value_key] = v
+        else
+            self[err_key] = err
+        end
     end
     return v, self[err_key]
 end
 
+local function decode_data(ev)
+    return safe_decode(ev.data)
+end
+
+local function parse_data(ev)
+    local src = rawget(ev, "_src")
+    if src then
+        local doc, err = parse_text(src, nil, true, "parse", rawget(ev, "_from"),
+                                    rawget(ev, "_len"))
+        return doc, err
+    end
+    return safe_parse(ev.data)
+end
+
 -- The event's data as qjson.decode proxies (1-based arrays), or nil, err.
 function Event:json()
-    return cached(self, "_value", "_value_err", safe_decode)
+    return cached(self, "_value", "_value_err", decode_data)
 end
 
 -- The event's data as a qjson.parse document (path getters that return
 -- nil, err instead of raising), or nil, err.
 function Event:parse()
-    return cached(self, "_doc", "_doc_err", safe_parse)
+    return cached(self, "_doc", "_doc_err", parse_data)
 end
 
 local Stream = {}
@@ -95,6 +139,7 @@ local function reset_event(self)
         data[i] = nil
     end
     self.ndata = 0
+    self.first_src = nil
     self.event_type = nil
     self.size = 0
 end
@@ -103,7 +148,19 @@ end
 -- data line is dropped, as a browser does) and starts the next one.
 local function dispatch(self, out, unterminated)
     local n = self.ndata
-    if n > 0 then
+    local src = self.first_src
+    if n == 1 and src then
+        local from, to = self.first_from, self.first_to
+        out[#out + 1] = setmetatable({
+            _src = src,
+            _from = from - 1,
+            _len = to - from + 1,
+            event = self.event_type or "message",
+            id = self.last_id,
+            done = to - from == #DONE - 1 and sub(src, from, to) == DONE,
+            unterminated = unterminated or nil,
+        }, Event)
+    elseif n > 0 then
         local data = n == 1 and self.data[1] or concat(self.data, "\n", 1, n)
         out[#out + 1] = setmetatable({
             data = data,
@@ -116,8 +173,27 @@ local function dispatch(self, out, unterminated)
     reset_event(self)
 end
 
+-- Adds a data line to the current event: `value`, or else s[from, to],
+-- which the first line of an event stays (see Event) until a second
+-- comes.
+local function add_data(self, value, s, from, to)
+    local n = self.ndata + 1
+    self.ndata = n
+    if n == 1 and not value then
+        self.first_src, self.first_from, self.first_to = s, from, to
+        return
+    end
+    local first = self.first_src
+    if first then
+        self.data[1] = sub(first, self.first_from, self.first_to)
+        self.first_src = nil
+    end
+    self.data[n] = value or sub(s, from, to)
+end
+
 -- One complete line, s[i, j] (terminator excluded), outside an oversize
--- event. Only the field's value becomes a new string: every string LuaJIT
+-- event. An event's first data line becomes no string here (see Event),
+-- and of other lines only the field's value does: every string LuaJIT
 -- makes is interned, and the lines of one stream are so alike (same
 -- length, same prefix and suffix) that they share a hash bucket.
 local function take_line(self, s, i, j, out)
@@ -142,10 +218,7 @@ local function take_line(self, s, i, j, out)
         if b6 == SPACE and from <= j then
             from = from + 1
         end
-        local n = self.ndata + 1
-        self.ndata = n
-        self.data[n] = sub(s, from, j)
-        return
+        return add_data(self, nil, s, from, j)
     end
     -- The field name ends at the first colon, or else at the line's end.
     local colon = find(s, ":", i, true)
@@ -161,9 +234,7 @@ local function take_line(self, s, i, j, out)
         field, value = sub(s, i, j), ""
     end
     if field == "data" then
-        local n = self.ndata + 1
-        self.ndata = n
-        self.data[n] = value
+        add_data(self, value)
     elseif field == "event" then
         self.event_type = value
     elseif field == "id" then
@@ -286,9 +357,10 @@ local function scan(self, chunk, out)
 end
 
 -- stream:feed(chunk) -> the list of events that `chunk` completed (often
--- empty). Each event has `data` (string), `event` (type, "message" by
--- default), `id` (last event id or nil), `done` (data is "[DONE]"),
--- `ev:json()` and `ev:parse()`; an oversize event has only `err`.
+-- empty). Each event has `data` (string, made when first read), `event`
+-- (type, "message" by default), `id` (last event id or nil), `done` (data
+-- is "[DONE]"), `ev:json()` and `ev:parse()`; an oversize event has only
+-- `err`.
 function Stream:feed(chunk)
     check_chunk(self, chunk, "feed")
     local out = {}
@@ -346,6 +418,9 @@ function _M.new(opts)
         line_len = 0,       -- bytes of the current line so far
         data = {},          -- the current event's data lines
         ndata = 0,
+        first_src = nil,    -- its first data line, where it is (see add_data)
+        first_from = 0,
+        first_to = 0,
         size = 0,           -- bytes of the current event so far
         event_type = nil,
         last_id = nil,
