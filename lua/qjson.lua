@@ -241,7 +241,7 @@ function _M.decode(text, opts)
     return v
 end
 
--- Used by qjson.safe.
+-- Used by qjson.safe and qjson.sse.
 _M._parse = parse
 _M._decode = decode
 
