@@ -228,6 +228,8 @@ describe("qjson.sse", function()
             assert.equal(6, #events)
             for i, ev in ipairs(events) do
                 local doc, err = ev:parse()
+                -- No string of the data was made, but for the two-line event.
+                assert.equal(i == 6, rawget(ev, "data") ~= nil)
                 if ev.done then
                     assert.equal(5, i)
                     assert.same({ nil, "qjson.sse: [DONE] is not JSON" }, { doc, err })
