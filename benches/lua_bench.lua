@@ -454,27 +454,13 @@ local function memory_per_document(text)
 end
 
 -- Prints (as a NOTE line) where each library's nested change of an SSE
--- event writes its new value. OpenResty's LuaJIT hashes a string of 128
--- bytes or more from its first and last 8 bytes and windows in its first
--- nine sixteenths only, so outputs that differ from each other only after
--- that share one hash chain, and interning each new output compares it
--- with all those not yet collected: the nested change's ratio follows
--- where cjson's key order (drawn per process) puts the value
--- (docs/reliability.md, "Strings LuaJIT interns").
+-- event writes its new value: the nested change's ratio follows whether
+-- LuaJIT's string hash reads it in cjson's output, whose key order is
+-- drawn per process (payloads.nested_change_where).
 local function nested_value_position(text)
-    local parts = {}
-    for _, lib in ipairs({ { "cjson", cjson }, { "qjson", qjson } }) do
-        local t = lib[2].decode(text)
-        shapes.sse.modify_nested(t, 1)
-        local out = lib[2].encode(t)
-        local at = out:find("redacted 1", 1, true)
-        local len = #out
-        local read = at + 9 > len - 8 and "in the last 8 bytes, read"
-                     or at + 9 > len * 9 / 16 and "past 9/16, unread"
-                     or "before 9/16, read if a window covers it"
-        parts[#parts + 1] = string.format("%s at byte %d of %d (%s)", lib[1], at, len, read)
-    end
-    print("NOTE	nested SSE change, the new value: " .. table.concat(parts, "; "))
+    print("NOTE\tnested SSE change: "
+          .. payloads.nested_change_where("cjson", cjson.decode, cjson.encode, text) .. "; "
+          .. payloads.nested_change_where("qjson", qjson.decode, qjson.encode, text))
 end
 
 -- Scenarios: a name, the payload texts a timed call cycles through, and

@@ -113,19 +113,12 @@ local function nested_change_us(lib, events)
     return rounds[3]
 end
 
--- Where `lib`'s output of the nested change puts the new value.
-local function value_offset(lib, event)
-    local t = lib.decode(event)
-    t.choices[1].delta.content = "redacted 1"
-    local out = lib.encode(t)
-    return string.format("%s writes the new value at byte %d of %d", lib == cjson and "cjson"
-                         or "qjson", (out:find("redacted 1", 1, true)), #out)
-end
-
 local function pauses(list)
     package.path = "benches/?.lua;" .. package.path
-    local events = require("payloads").sse_events(200)
-    print(value_offset(cjson, events[2]) .. "; " .. value_offset(qjson, events[2]))
+    local payloads = require("payloads")
+    local events = payloads.sse_events(200)
+    print(payloads.nested_change_where("cjson", cjson.decode, cjson.encode, events[2]) .. "; "
+          .. payloads.nested_change_where("qjson", qjson.decode, qjson.encode, events[2]))
     for _, pause in ipairs(list) do
         collectgarbage()
         collectgarbage("setpause", pause)
