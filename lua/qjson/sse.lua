@@ -55,8 +55,13 @@ local _M = {
     DEFAULT_MAX_EVENT_SIZE = DEFAULT_MAX_EVENT_SIZE,
 }
 
+-- The `len` bytes of string `src` after its first `at`.
+local function slice(src, at, len)
+    return sub(src, at + 1, at + len)
+end
+
 -- An event of one data line keeps where that line is (`_src`, the chunk
--- or line it was read from, and its bytes after `_from`, `_len` of them)
+-- or line it was read from, and its bytes after `_at`, `_len` of them)
 -- and makes `data` a string only when it is read: ev:parse() reads the
 -- line where it is. Every string LuaJIT makes is interned, and the events
 -- of a stream are alike: OpenResty's LuaJIT hashes a string of 128 bytes
@@ -69,8 +74,7 @@ Event.__index = function(ev, key)
     if key == "data" then
         local src = rawget(ev, "_src")
         if src then
-            local from = rawget(ev, "_from")
-            local data = sub(src, from + 1, from + rawget(ev, "_len"))
+            local data = slice(src, rawget(ev, "_at"), rawget(ev, "_len"))
             rawset(ev, "data", data)
             return data
         end
@@ -110,7 +114,7 @@ end
 local function parse_data(ev)
     local src = rawget(ev, "_src")
     if src then
-        local doc, err = parse_text(src, nil, true, "parse", rawget(ev, "_from"),
+        local doc, err = parse_text(src, nil, true, "parse", rawget(ev, "_at"),
                                     rawget(ev, "_len"))
         return doc, err
     end
@@ -150,14 +154,14 @@ local function dispatch(self, out, unterminated)
     local n = self.ndata
     local src = self.first_src
     if n == 1 and src then
-        local from, to = self.first_from, self.first_to
+        local at, len = self.first_at, self.first_len
         out[#out + 1] = setmetatable({
             _src = src,
-            _from = from - 1,
-            _len = to - from + 1,
+            _at = at,
+            _len = len,
             event = self.event_type or "message",
             id = self.last_id,
-            done = to - from == #DONE - 1 and sub(src, from, to) == DONE,
+            done = len == #DONE and slice(src, at, len) == DONE,
             unterminated = unterminated or nil,
         }, Event)
     elseif n > 0 then
@@ -180,12 +184,12 @@ local function add_data(self, value, s, from, to)
     local n = self.ndata + 1
     self.ndata = n
     if n == 1 and not value then
-        self.first_src, self.first_from, self.first_to = s, from, to
+        self.first_src, self.first_at, self.first_len = s, from - 1, to - from + 1
         return
     end
     local first = self.first_src
     if first then
-        self.data[1] = sub(first, self.first_from, self.first_to)
+        self.data[1] = slice(first, self.first_at, self.first_len)
         self.first_src = nil
     end
     self.data[n] = value or sub(s, from, to)
@@ -419,8 +423,8 @@ function _M.new(opts)
         data = {},          -- the current event's data lines
         ndata = 0,
         first_src = nil,    -- its first data line, where it is (see add_data)
-        first_from = 0,
-        first_to = 0,
+        first_at = 0,
+        first_len = 0,
         size = 0,           -- bytes of the current event so far
         event_type = nil,
         last_id = nil,
