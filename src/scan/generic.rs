@@ -120,8 +120,9 @@ pub(crate) trait Simd: Copy {
 }
 
 /// How many slots past its offsets [`Simd::write_offsets`] may write:
-/// the writers store 8 at a time.
-pub(crate) const WRITE_SLACK: usize = 8;
+/// the writers store 8 (AVX2's table, the default) or 16 (AVX-512's
+/// compress) at a time.
+pub(crate) const WRITE_SLACK: usize = 16;
 
 /// The default [`Simd::write_offsets`]: 8 slots written unconditionally,
 /// 8 more only past 8 bits, a loop only past 16. Most blocks of dense

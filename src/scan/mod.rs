@@ -7,13 +7,13 @@
 //!
 //! Each instruction set is one small file implementing the block trait of
 //! `generic`: `scalar` everywhere, `avx2` on x86 CPUs with AVX2 and
-//! PCLMULQDQ, `avx512` on x86 CPUs with AVX-512F, AVX-512BW and PCLMULQDQ
-//! (the x86 kernels also require POPCNT and BMI1, which every CPU with
-//! those has), `neon` on every aarch64 CPU (NEON is part of the
-//! architecture; the carry-less multiply, from the optional `aes`
+//! PCLMULQDQ, `avx512` on x86 CPUs with AVX-512F, AVX-512BW, AVX-512
+//! VBMI2 and PCLMULQDQ (Ice Lake and later, Zen 4 and later; `avx512.rs`
+//! says why VBMI2), the x86 kernels also requiring POPCNT and BMI1, which
+//! every CPU with those has; `neon` on every aarch64 CPU (NEON is part of
+//! the architecture; the carry-less multiply, from the optional `aes`
 //! extension, is used when present). The kernel is chosen once, at the
-//! first parse, and cached: the best one the CPU supports (`avx512` only
-//! when named, see [`Kernel::is_chosen_automatically`]), or the one
+//! first parse, and cached: the best one the CPU supports, or the one
 //! named by the environment variable `QJSON_KERNEL` (`scalar`, `avx2`,
 //! `avx512`, `neon`). A name this build does not
 //! know, or a kernel this CPU cannot run, is an error
@@ -49,7 +49,8 @@ pub enum Kernel {
     Scalar = 1,
     /// AVX2 + PCLMULQDQ, 64 bytes per step.
     Avx2 = 2,
-    /// AVX-512F + AVX-512BW + PCLMULQDQ, 64 bytes per step.
+    /// AVX-512F + AVX-512BW + AVX-512 VBMI2 + PCLMULQDQ, 64 bytes per
+    /// step.
     Avx512 = 3,
     /// NEON (aarch64), 64 bytes per step.
     Neon = 4,
@@ -89,6 +90,7 @@ impl Kernel {
             Kernel::Avx512 => {
                 std::is_x86_feature_detected!("avx512f")
                     && std::is_x86_feature_detected!("avx512bw")
+                    && std::is_x86_feature_detected!("avx512vbmi2")
                     && std::is_x86_feature_detected!("pclmulqdq")
                     && std::is_x86_feature_detected!("popcnt")
                     && std::is_x86_feature_detected!("bmi1")
@@ -97,17 +99,6 @@ impl Kernel {
             Kernel::Avx2 | Kernel::Avx512 => false,
             Kernel::Neon => cfg!(target_arch = "aarch64"),
         }
-    }
-
-    /// Whether the kernel may be chosen without `QJSON_KERNEL` naming it.
-    ///
-    /// `avx512` may not, yet: it has only run under Miri (no CPU with
-    /// AVX-512 was at hand while it was written), and nothing has measured
-    /// it faster than `avx2`, whose 256-bit code also avoids the clock
-    /// drop some AVX-512 CPUs take. It joins the automatic choice once
-    /// `make test` and `make bench` have run on such a CPU.
-    pub fn is_chosen_automatically(self) -> bool {
-        !matches!(self, Kernel::Avx512)
     }
 
     /// The kernel numbered `v` (its discriminant), if any: one range
@@ -166,10 +157,7 @@ fn decide() -> Option<Kernel> {
 fn decide_for(forced: Option<&str>) -> Option<Kernel> {
     match forced {
         Some(name) if !name.is_empty() => Kernel::from_name(name).filter(|k| k.is_supported()),
-        _ => Kernel::ALL
-            .into_iter()
-            .rev()
-            .find(|k| k.is_chosen_automatically() && k.is_supported()),
+        _ => Kernel::ALL.into_iter().rev().find(|k| k.is_supported()),
     }
 }
 

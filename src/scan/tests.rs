@@ -5,7 +5,12 @@ use super::*;
 use crate::testing::{GuardedPage, Rng, naive_scan, random_json, random_text};
 
 fn run(kernel: Kernel, input: &[u8]) -> Result<(Vec<u32>, Vec<u32>)> {
+    // Room for every offset, poisoned: a writer that skips a slot leaves
+    // the poison there, not a right value from an earlier scan whose
+    // memory the allocator handed back.
     let mut index = Index::default();
+    index.positions = vec![u32::MAX; 2 * input.len() + 256];
+    index.positions.clear();
     scan_with(kernel, input, &mut index).map(|()| (index.positions, index.escapes))
 }
 
@@ -60,7 +65,10 @@ fn the_machine_runs_a_simd_kernel_when_it_has_one() {
         if std::is_x86_feature_detected!("avx2") {
             assert!(kernels.contains(&Kernel::Avx2));
         }
-        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") {
+        if std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vbmi2")
+        {
             assert!(kernels.contains(&Kernel::Avx512));
         }
     }
@@ -69,22 +77,13 @@ fn the_machine_runs_a_simd_kernel_when_it_has_one() {
 }
 
 #[test]
-fn the_automatic_choice_is_the_best_kernel_allowed_and_avx512_only_when_named() {
+fn the_automatic_choice_is_the_best_supported_kernel() {
     let chosen = decide_for(None).unwrap();
-    assert!(chosen.is_chosen_automatically());
     assert_eq!(decide_for(Some("")), Some(chosen));
+    assert_eq!(supported_kernels().last(), Some(chosen));
     for k in supported_kernels() {
         assert_eq!(decide_for(Some(k.name())), Some(k));
-        if k.is_chosen_automatically() {
-            assert!(
-                k as u8 <= chosen as u8,
-                "{} is better than {}",
-                k.name(),
-                chosen.name()
-            );
-        }
     }
-    assert_ne!(chosen, Kernel::Avx512);
     assert_eq!(decide_for(Some("avx9000")), None);
 }
 
@@ -333,19 +332,25 @@ fn an_escape_carried_into_a_skipped_block() {
 
 #[test]
 fn blocks_of_every_density() {
-    // Offsets are written per block, several at a time: blocks holding
-    // 0 to 64 structurals, each pattern shifted across every lane.
+    // Offsets are written per block, 8 or 16 at a time past a count test:
+    // blocks holding exactly 0 to 64 structurals, at random places, each
+    // pattern shifted across every lane.
     let mut rng = Rng::new(6);
     for density in 0..=64 {
-        let text: Vec<u8> = (0..200)
-            .map(|_| {
-                if rng.below(64) < density {
-                    rng.pick(b"[]{},:")
-                } else {
-                    b' '
+        let mut text = Vec::new();
+        for _ in 0..3 {
+            let mut block = [b' '; 64];
+            let mut placed = 0;
+            while placed < density {
+                let at = rng.below(64);
+                if block[at] == b' ' {
+                    block[at] = rng.pick(b"[]{},:");
+                    placed += 1;
                 }
-            })
-            .collect();
+            }
+            text.extend_from_slice(&block);
+        }
+        text.extend_from_slice(b"[]{},:[]");
         check_all_kernels(&text, density % 8 == 0);
     }
 }
