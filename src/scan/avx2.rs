@@ -98,7 +98,8 @@ pub(crate) unsafe fn write_offsets_by_bytes(out: *mut u32, base: u32, bits: u64)
     // SAFETY: AVX2 intrinsics, available per the contract. Before byte k
     // the cursor is past the offsets of bytes 0..k, at most count slots
     // from `out`, and the store writes 8 slots: every store stays within
-    // the count + WRITE_SLACK (at least 8) the caller provides.
+    // the count + WRITE_SLACK (8, or 16 for AVX-512 under Miri) the
+    // caller provides.
     unsafe {
         let base = _mm256_set1_epi32(base as i32);
         let mut cursor = out;

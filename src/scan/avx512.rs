@@ -152,6 +152,9 @@ impl Simd for Avx512 {
         }
     }
 
+    /// [`write_offsets_by_compress`] stores 16 at a time.
+    const WRITE_SLACK: usize = 16;
+
     #[inline(always)]
     unsafe fn write_offsets(self, out: *mut u32, base: u32, bits: u64) -> *mut u32 {
         // Miri emulates AVX-512F and BW but not VBMI2's compress: under
@@ -169,6 +172,7 @@ impl Simd for Avx512 {
 
 /// Byte `i` holds `i`: the offsets within a block, which
 /// [`write_offsets_by_compress`] packs by the block's mask.
+#[cfg(not(miri))]
 static BLOCK_OFFSETS: [u8; 64] = {
     let mut offsets = [0u8; 64];
     let mut i = 0;
@@ -193,7 +197,7 @@ static BLOCK_OFFSETS: [u8; 64] = {
 /// # Safety
 /// The CPU must support AVX-512F, AVX-512BW, AVX-512 VBMI2 and POPCNT (the
 /// caller holds an `Avx512`); `out` must be valid for writing
-/// `bits.count_ones()` plus [`super::generic::WRITE_SLACK`] (16) `u32`s.
+/// `bits.count_ones()` plus 16 `u32`s (the kernel's `WRITE_SLACK`).
 #[cfg(not(miri))]
 #[inline(always)]
 unsafe fn write_offsets_by_compress(out: *mut u32, base: u32, bits: u64) -> *mut u32 {

@@ -104,6 +104,12 @@ pub(crate) trait Simd: Copy {
     /// A fresh UTF-8 checker.
     fn utf8(self) -> Self::Utf8;
 
+    /// How many slots past its offsets [`Simd::write_offsets`] may write:
+    /// 8 for the default and for AVX2's table, which store 8 at a time;
+    /// a kernel storing more at once says so. Every document keeps this
+    /// much spare room in its index.
+    const WRITE_SLACK: usize = 8;
+
     /// Writes `base + i` for every set bit `i` of `bits`, lowest first,
     /// from `out` on, and returns the slot past the last one written. The
     /// default takes the bits one by one; a kernel may override it with
@@ -111,18 +117,14 @@ pub(crate) trait Simd: Copy {
     ///
     /// # Safety
     /// `out` must be valid for writing `bits.count_ones()` plus
-    /// [`WRITE_SLACK`] `u32`s; the slack may be overwritten with anything.
+    /// [`Simd::WRITE_SLACK`] `u32`s; the slack may be overwritten with
+    /// anything.
     #[inline(always)]
     unsafe fn write_offsets(self, out: *mut u32, base: u32, bits: u64) -> *mut u32 {
         // SAFETY: forwarded from the caller.
         unsafe { write_offsets_one_by_one(out, base, bits) }
     }
 }
-
-/// How many slots past its offsets [`Simd::write_offsets`] may write:
-/// the writers store 8 (AVX2's table, the default) or 16 (AVX-512's
-/// compress) at a time.
-pub(crate) const WRITE_SLACK: usize = 16;
 
 /// The default [`Simd::write_offsets`]: 8 slots written unconditionally,
 /// 8 more only past 8 bits, a loop only past 16. Most blocks of dense
@@ -174,12 +176,12 @@ pub(crate) unsafe fn write_offsets_one_by_one(out: *mut u32, base: u32, mut bits
 /// instructions on the corpus.)
 #[inline(always)]
 fn push_masks<S: Simd>(simd: S, out: &mut Vec<u32>, masks: &[(u32, u64)]) {
-    if out.capacity() - out.len() < 64 * masks.len() + WRITE_SLACK {
+    if out.capacity() - out.len() < 64 * masks.len() + S::WRITE_SLACK {
         let total: usize = masks
             .iter()
             .map(|&(_, bits)| bits.count_ones() as usize)
             .sum();
-        out.reserve(total + WRITE_SLACK);
+        out.reserve(total + S::WRITE_SLACK);
     }
     let start = out.len();
     let dst = out.spare_capacity_mut().as_mut_ptr().cast::<u32>();
