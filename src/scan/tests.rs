@@ -377,19 +377,21 @@ fn strings_of_every_escape_density() {
     }
 }
 
-/// The room past its offsets that `kernel`'s writer may use.
+/// The room past its offsets that `kernel`'s writer may use, asked of
+/// the kernel's `Simd` through the one map from kernels to their code.
 fn write_slack(kernel: Kernel) -> usize {
-    use generic::Simd;
-    match kernel {
-        Kernel::Scalar => <scalar::Scalar as Simd>::WRITE_SLACK,
-        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        Kernel::Avx2 => <avx2::Avx2 as Simd>::WRITE_SLACK,
-        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        Kernel::Avx512 => <avx512::Avx512 as Simd>::WRITE_SLACK,
-        #[cfg(target_arch = "aarch64")]
-        Kernel::Neon => <neon::Neon<true> as Simd>::WRITE_SLACK,
-        _ => unreachable!("{} does not run here", kernel.name()),
+    struct Slack;
+    impl generic::Pass for Slack {
+        type Output = usize;
+        fn input(&self) -> &[u8] {
+            &[]
+        }
+        unsafe fn run<S: generic::Simd>(self, _: S) -> usize {
+            S::WRITE_SLACK
+        }
     }
+    // SAFETY: called for supported kernels only.
+    unsafe { run_pass(kernel, Slack) }.expect("a kernel of this architecture")
 }
 
 #[test]
