@@ -458,9 +458,7 @@ end
 -- LuaJIT's string hash reads it in cjson's output, whose key order is
 -- drawn per process (payloads.nested_change_where).
 local function nested_value_position(text)
-    print("NOTE\tnested SSE change: "
-          .. payloads.nested_change_where("cjson", cjson.decode, cjson.encode, text) .. "; "
-          .. payloads.nested_change_where("qjson", qjson.decode, qjson.encode, text))
+    print("NOTE\tnested SSE change: " .. payloads.nested_change_where(text, cjson, qjson))
 end
 
 -- Scenarios: a name, the payload texts a timed call cycles through, and

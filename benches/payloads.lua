@@ -273,25 +273,28 @@ function _M.sse_events(n)
 end
 
 -- The SSE rows' nested change (benches/lua_bench.lua, shapes.sse) of the
--- event text `event`, made with `decode` and `encode` (a library's): where
--- the new value lands in the output and whether OpenResty's LuaJIT hashes
--- that byte, as "<name> writes the new value at byte B of N (...)". Its
--- string hash reads a string of 128 bytes or more only in its first and
--- last 8 bytes and in windows of its first nine sixteenths, so outputs
--- that differ only past those share one hash chain (docs/reliability.md,
--- "Strings LuaJIT interns"); what varies from one output to the next is
--- the counter after "redacted ".
-function _M.nested_change_where(name, decode, encode, event)
-    local t = decode(event)
-    t.choices[1].delta.content = "redacted 1"
-    local out = encode(t)
-    local at = out:find("redacted 1", 1, true)
-    local len = #out
-    local counter = at + #"redacted "
-    local read = counter > len - 8 and "in the last 8 bytes, read"
-                 or counter > len * 9 / 16 and "past 9/16, unread"
-                 or "before 9/16, read if a window covers it"
-    return format("%s writes the new value at byte %d of %d (%s)", name, at, len, read)
+-- event text `event`, made by cjson and by qjson (the modules): where each
+-- puts the new value in its output and whether OpenResty's LuaJIT hashes
+-- that byte, as "cjson writes the new value at byte B of N (...); qjson
+-- ...". Its string hash reads a string of 128 bytes or more only in its
+-- first and last 8 bytes and in windows of its first nine sixteenths, so
+-- outputs that differ only past those share one hash chain
+-- (docs/reliability.md, "Strings LuaJIT interns"); what varies from one
+-- output to the next is the counter after "redacted ".
+function _M.nested_change_where(event, cjson, qjson)
+    local function where(name, lib)
+        local t = lib.decode(event)
+        t.choices[1].delta.content = "redacted 1"
+        local out = lib.encode(t)
+        local at = out:find("redacted 1", 1, true)
+        local len = #out
+        local counter = at + #"redacted "
+        local read = counter > len - 8 and "in the last 8 bytes, read"
+                     or counter > len * 9 / 16 and "past 9/16, unread"
+                     or "before 9/16, read if a window covers it"
+        return format("%s writes the new value at byte %d of %d (%s)", name, at, len, read)
+    end
+    return where("cjson", cjson) .. "; " .. where("qjson", qjson)
 end
 
 -- The access-pattern body: `n` short messages and an object of `n` keys,

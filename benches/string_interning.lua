@@ -117,8 +117,7 @@ local function pauses(list)
     package.path = "benches/?.lua;" .. package.path
     local payloads = require("payloads")
     local events = payloads.sse_events(200)
-    print(payloads.nested_change_where("cjson", cjson.decode, cjson.encode, events[2]) .. "; "
-          .. payloads.nested_change_where("qjson", qjson.decode, qjson.encode, events[2]))
+    print(payloads.nested_change_where(events[2], cjson, qjson))
     for _, pause in ipairs(list) do
         collectgarbage()
         collectgarbage("setpause", pause)
