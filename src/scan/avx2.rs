@@ -259,32 +259,24 @@ impl Simd for Avx2 {
             Utf8 {
                 error: _mm256_setzero_si256(),
                 prev: _mm256_setzero_si256(),
-                incomplete: false,
+                incomplete: _mm256_setzero_si256(),
             }
         }
     }
 }
 
 /// Streaming UTF-8 state: accumulated error bits, the previous 32 bytes,
-/// and whether the previous block ended inside a sequence (kept as a flag,
-/// not a vector, to leave the block loop one more vector register).
+/// and where the previous block's last three bytes start a sequence it
+/// does not complete (not 0 there; an error if an ASCII block follows).
+/// A vector, not a flag: a flag needed a call out of line when set, which
+/// took the scan's state (kept in one struct) out of registers.
 pub(crate) struct Utf8 {
     error: __m256i,
     prev: __m256i,
-    incomplete: bool,
+    incomplete: __m256i,
 }
 
 impl Utf8 {
-    /// Records that a sequence left open was not continued.
-    #[cold]
-    #[inline(never)]
-    fn truncate(&mut self) {
-        // SAFETY: AVX2 intrinsics; a `Utf8` only exists inside the AVX2
-        // kernel.
-        unsafe { self.error = _mm256_set1_epi8(-1) };
-        self.incomplete = false;
-    }
-
     /// Checks one 32-byte vector against its predecessor `prev`.
     #[inline(always)]
     fn check_vector(&mut self, input: __m256i, prev: __m256i) {
@@ -338,15 +330,13 @@ impl Utf8Check<Block> for Utf8 {
             if _mm256_movemask_epi8(either) == 0 {
                 // ASCII: nothing to check beyond an open sequence, which
                 // it cuts short (rare: a branch, not a store per block).
-                if self.incomplete {
-                    self.truncate();
-                }
+                self.error = _mm256_or_si256(self.error, self.incomplete);
             } else {
                 self.check_vector(b.lo, self.prev);
                 self.check_vector(b.hi, b.lo);
                 let open =
                     _mm256_subs_epu8(b.hi, _mm256_loadu_si256(INCOMPLETE_AT_END.as_ptr().cast()));
-                self.incomplete = _mm256_testz_si256(open, open) == 0;
+                self.incomplete = open;
             }
             self.prev = b.hi;
         }
@@ -354,18 +344,21 @@ impl Utf8Check<Block> for Utf8 {
 
     #[inline(always)]
     fn skip_ascii(&mut self) {
-        if self.incomplete {
-            self.truncate();
-        }
         // SAFETY: AVX2 intrinsics; a `Utf8` only exists inside the AVX2
         // kernel.
-        unsafe { self.prev = _mm256_setzero_si256() }
+        unsafe {
+            self.error = _mm256_or_si256(self.error, self.incomplete);
+            self.prev = _mm256_setzero_si256();
+        }
     }
 
     #[inline(always)]
     fn finish(&mut self) -> bool {
         // SAFETY: AVX2 intrinsics; a `Utf8` only exists inside the AVX2
         // kernel.
-        unsafe { _mm256_testz_si256(self.error, self.error) == 0 || self.incomplete }
+        unsafe {
+            let error = _mm256_or_si256(self.error, self.incomplete);
+            _mm256_testz_si256(error, error) == 0
+        }
     }
 }

@@ -146,11 +146,14 @@ impl Simd for Avx512 {
             Utf8 {
                 error: _mm512_setzero_si512(),
                 prev: _mm512_setzero_si512(),
-                incomplete: false,
-                truncated: false,
+                incomplete: _mm512_setzero_si512(),
             }
         }
     }
+
+    /// The writer is a compress and a store (see [`scan`'s
+    /// docs](super::generic)).
+    const WRITES_AS_IT_SCANS: bool = true;
 
     /// [`write_offsets_by_compress`] stores 16 at a time.
     const WRITE_SLACK: usize = 16;
@@ -245,13 +248,15 @@ unsafe fn store_sixteen<const K: i32>(out: *mut u32, packed: __m512i, base: __m5
 }
 
 /// Streaming UTF-8 state: accumulated error bits, the previous 64 bytes,
-/// and whether the previous block ended inside a sequence.
+/// and where the previous block's last three bytes start a sequence it
+/// does not complete (not 0 there; an error if an ASCII block follows).
+/// All three are vectors: with offsets written as the blocks are scanned,
+/// two flags in general registers had the loop spill its write cursor
+/// to the stack (stage 1 2-4% slower).
 pub(crate) struct Utf8 {
     error: __m512i,
     prev: __m512i,
-    incomplete: bool,
-    /// An ASCII block followed an incomplete sequence.
-    truncated: bool,
+    incomplete: __m512i,
 }
 
 /// The high nibble of every byte.
@@ -269,8 +274,7 @@ impl Utf8Check<__m512i> for Utf8 {
         unsafe {
             if _mm512_movepi8_mask(input) == 0 {
                 // ASCII: nothing to check beyond an open sequence.
-                self.truncated |= self.incomplete;
-                self.incomplete = false;
+                self.error = _mm512_or_si512(self.error, self.incomplete);
                 self.prev = input;
                 return;
             }
@@ -312,18 +316,19 @@ impl Utf8Check<__m512i> for Utf8 {
                 last32,
                 _mm256_loadu_si256(INCOMPLETE_AT_END.as_ptr().cast()),
             );
-            self.incomplete = _mm256_testz_si256(open, open) == 0;
+            self.incomplete = _mm512_zextsi256_si512(open);
             self.prev = input;
         }
     }
 
     #[inline(always)]
     fn skip_ascii(&mut self) {
-        self.truncated |= self.incomplete;
-        self.incomplete = false;
         // SAFETY: AVX-512F intrinsics; a `Utf8` only exists inside this
         // kernel.
-        unsafe { self.prev = _mm512_setzero_si512() }
+        unsafe {
+            self.error = _mm512_or_si512(self.error, self.incomplete);
+            self.prev = _mm512_setzero_si512();
+        }
     }
 
     #[inline(always)]
@@ -331,7 +336,8 @@ impl Utf8Check<__m512i> for Utf8 {
         // SAFETY: AVX-512F intrinsics; a `Utf8` only exists inside this
         // kernel.
         unsafe {
-            _mm512_test_epi8_mask(self.error, self.error) != 0 || self.incomplete || self.truncated
+            let error = _mm512_or_si512(self.error, self.incomplete);
+            _mm512_test_epi8_mask(error, error) != 0
         }
     }
 }

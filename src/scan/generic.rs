@@ -104,6 +104,12 @@ pub(crate) trait Simd: Copy {
     /// A fresh UTF-8 checker.
     fn utf8(self) -> Self::Utf8;
 
+    /// Whether the scan writes each block's offsets as soon as it has
+    /// classified the block, rather than after a run of blocks (see
+    /// [`scan`]): for a kernel whose writer is a few instructions, so
+    /// that its stores overlap the classifying of the next blocks.
+    const WRITES_AS_IT_SCANS: bool = false;
+
     /// How many slots past its offsets [`Simd::write_offsets`] may write:
     /// 8 for the default and for AVX2's table, which store 8 at a time;
     /// a kernel storing more at once says so. Every document keeps this
@@ -396,15 +402,28 @@ impl Pass for Utf8<'_> {
 /// `index.escapes`. The caller has checked that `input` is shorter than
 /// 4 GiB.
 ///
-/// Works in runs of up to [`RUN`] blocks: the first loop classifies the
-/// blocks and keeps each one's structural mask (and, rarely, its escape
-/// mask), the second writes the offsets. Split this way each loop keeps
-/// its state in registers, and the offsets of one block are written
-/// while nothing waits on them. Rejected, measured on the corpus (AVX2):
-/// writing each block's offsets right after classifying it, as simdjson
-/// does (10-15% slower: the loop then spills its carries to the stack),
-/// and reading the mask's bytes from memory in the writer (fewer
-/// instructions, no faster).
+/// Works in runs of up to [`RUN`] blocks ([`Scanner::run`]). How a run's
+/// structurals reach the index is the kernel's choice
+/// ([`Simd::WRITES_AS_IT_SCANS`]):
+///
+/// * **After the run** ([`Keep`], the default): the run's loop keeps each
+///   block's structural mask, then [`push_masks`] writes the offsets.
+///   Split this way each loop keeps its state in registers, and the
+///   offsets of one block are written while nothing waits on them; the
+///   index grows by what the masks hold, no more. Writing each block's
+///   offsets right after classifying it, as simdjson does, was 10-15%
+///   slower with the AVX2 kernel's table writer (the loop then spills its
+///   carries to the stack), and reading the mask's bytes from memory in
+///   the writer took fewer instructions but no less time.
+/// * **As it scans** ([`WriteNow`]): for the AVX-512 kernel, whose writer
+///   is one compress and one store, the stores then overlap the
+///   classifying of the next blocks, where after the run they came
+///   back to back: stage 1 5-8% faster on the corpus (`cargo bench
+///   --bench core`). This needs room for 64 offsets per block of the run
+///   before it starts: made for inputs of more than one run, where it is
+///   at most 16 KB past the entries; a smaller input is written this way
+///   only into room it already has (a pooled document), so that a fresh
+///   document of 300 bytes does not keep 1 KB for its 60 offsets.
 ///
 /// # Safety
 /// The CPU must support the instructions `simd` uses (its kernel's
@@ -412,36 +431,217 @@ impl Pass for Utf8<'_> {
 #[inline(always)]
 unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> Result<()> {
     let len = input.len();
-    let whole = len - len % 64;
-    let mut carry = Carry::default();
-    let mut utf8 = simd.utf8();
+    let mut scanner = Scanner {
+        simd,
+        input,
+        whole: len - len % 64,
+        pos: 0,
+        carry: Carry::default(),
+        utf8: simd.utf8(),
+    };
     // Left uninitialised: zeroing 2 KB cost a 100-byte text more than
     // classifying it (350 instructions of a scan's 790).
     let mut found = [MaybeUninit::<(u32, u64)>::uninit(); RUN];
     let mut escapes = [MaybeUninit::<(u32, u64)>::uninit(); RUN];
-    let mut pos = 0usize;
-    while pos < len {
-        let run_end = whole.min(pos + 64 * RUN);
+    while scanner.pos < len {
+        let run_end = scanner.whole.min(scanner.pos + 64 * RUN);
+        // 64 offsets per block of the run and of the tail it may take.
+        let room = 64 * ((run_end - scanner.pos) / 64 + 1) + S::WRITE_SLACK;
+        let positions = &mut index.positions;
+        let n_escapes = if S::WRITES_AS_IT_SCANS
+            && (len > 64 * RUN || positions.capacity() - positions.len() >= room)
+        {
+            positions.reserve(room);
+            let mut sink = WriteNow::new(positions);
+            // SAFETY: the sink has room for 64 offsets per block of the
+            // run, plus the writer's slack; the caller vouches for the
+            // CPU.
+            let n_escapes = unsafe { scanner.run(run_end, &mut sink, &mut escapes)? };
+            sink.finish(positions);
+            n_escapes
+        } else {
+            let mut sink = Keep::new(&mut found);
+            // SAFETY: the sink has a slot per block of a run; the caller
+            // vouches for the CPU.
+            let n_escapes = unsafe { scanner.run(run_end, &mut sink, &mut escapes)? };
+            // SAFETY: the run wrote the sink's first `len()` slots.
+            push_masks(simd, positions, unsafe { written(&found, sink.len()) });
+            n_escapes
+        };
+        if n_escapes != 0 {
+            // SAFETY: the run wrote the first n_escapes entries.
+            let escapes_run = unsafe { written(&escapes, n_escapes) };
+            // Text escaped throughout (`\uXXXX` every six bytes) takes the
+            // branch-free writer; a few escapes, one by one.
+            let bits: u32 = escapes_run.iter().map(|&(_, b)| b.count_ones()).sum();
+            if bits as usize > DENSE_ESCAPES * n_escapes {
+                push_masks(simd, &mut index.escapes, escapes_run);
+            } else {
+                push_sparse(&mut index.escapes, escapes_run);
+            }
+        }
+    }
+    if scanner.utf8.finish() {
+        if let Err(e) = core::str::from_utf8(input) {
+            return Err(Error::new(ErrorCode::InvalidUtf8, e.valid_up_to()));
+        }
+        debug_assert!(false, "SIMD UTF-8 check disagrees with core::str");
+    }
+    if scanner.carry.starts_in_string() != 0 {
+        // Nothing inside a string is indexed, so the last entry is the
+        // opening quote of the unterminated string.
+        let at = index.positions.last().map_or(0, |&p| p as usize);
+        return Err(Error::new(ErrorCode::UnterminatedString, at));
+    }
+    Ok(())
+}
+
+/// Where a run's structural masks go, block by block.
+trait Sink<S: Simd> {
+    /// Takes the structurals `bits` of the block at offset `base`.
+    ///
+    /// # Safety
+    /// At most one call per block of the run the sink was made for, and
+    /// the CPU supports the instructions `simd` uses.
+    unsafe fn take(&mut self, simd: S, base: u32, bits: u64);
+
+    /// Whether it can take one more block in this run (the input's
+    /// tail).
+    fn has_room(&self) -> bool;
+}
+
+/// A [`Sink`] that writes each block's offsets at once, into room made
+/// before the run.
+struct WriteNow {
+    start: *mut u32,
+    cursor: *mut u32,
+}
+
+impl WriteNow {
+    /// Writes into the spare capacity of `positions`, which must hold 64
+    /// offsets per block of the run plus the writer's slack.
+    #[inline(always)]
+    fn new(positions: &mut Vec<u32>) -> WriteNow {
+        let start = positions.spare_capacity_mut().as_mut_ptr().cast::<u32>();
+        WriteNow {
+            start,
+            cursor: start,
+        }
+    }
+
+    /// Makes the offsets written part of `positions`, the vector it was
+    /// made from, untouched since.
+    #[inline(always)]
+    fn finish(self, positions: &mut Vec<u32>) {
+        // SAFETY: the writes initialised the slots from `start` (the
+        // vector's end) to `cursor`, within its capacity.
+        unsafe { positions.set_len(positions.len() + self.cursor.offset_from(self.start) as usize) }
+    }
+}
+
+impl<S: Simd> Sink<S> for WriteNow {
+    #[inline(always)]
+    unsafe fn take(&mut self, simd: S, base: u32, bits: u64) {
+        // SAFETY: the room made for the run holds 64 offsets per block
+        // past the cursor, plus the slack (the caller's contract).
+        self.cursor = unsafe { simd.write_offsets(self.cursor, base, bits) };
+    }
+
+    /// The room was made for the tail too.
+    #[inline(always)]
+    fn has_room(&self) -> bool {
+        true
+    }
+}
+
+/// A [`Sink`] that keeps each block's mask for [`push_masks`].
+struct Keep {
+    start: *mut (u32, u64),
+    end: *mut (u32, u64),
+}
+
+impl Keep {
+    /// Keeps the masks in `slots`, one per block.
+    #[inline(always)]
+    fn new(slots: &mut [MaybeUninit<(u32, u64)>; RUN]) -> Keep {
         // A pointer rather than a count: one register fewer in the loop.
-        let found_start = found.as_mut_ptr().cast::<(u32, u64)>();
-        let mut found_end = found_start;
+        let start = slots.as_mut_ptr().cast::<(u32, u64)>();
+        Keep { start, end: start }
+    }
+
+    /// How many masks were kept.
+    #[inline(always)]
+    fn len(&self) -> usize {
+        // SAFETY: both point into the slots.
+        unsafe { self.end.offset_from(self.start) as usize }
+    }
+}
+
+impl<S: Simd> Sink<S> for Keep {
+    #[inline(always)]
+    unsafe fn take(&mut self, _: S, base: u32, bits: u64) {
+        // SAFETY: at most one call per block of a run, which has at most
+        // RUN blocks: the slot is one of the RUN.
+        unsafe {
+            self.end.write((base, bits));
+            self.end = self.end.add(1);
+        }
+    }
+
+    #[inline(always)]
+    fn has_room(&self) -> bool {
+        self.len() < RUN
+    }
+}
+
+/// A stage 1 scan in progress: where it is and what each block hands to
+/// the next.
+struct Scanner<'a, S: Simd> {
+    simd: S,
+    input: &'a [u8],
+    /// The end of the input's whole blocks.
+    whole: usize,
+    /// The offset of the next block.
+    pos: usize,
+    carry: Carry,
+    utf8: S::Utf8,
+}
+
+impl<S: Simd> Scanner<'_, S> {
+    /// Scans the blocks up to `run_end` (at most [`RUN`] of them), and the
+    /// input's last, partial block if the run ends at it and is not full.
+    /// Each block's structurals go to `sink`, its escapes (when it has
+    /// any) to `escapes`; returns how many of those it wrote.
+    ///
+    /// # Safety
+    /// The CPU must support the instructions `simd` uses, and `sink` must
+    /// take as many blocks as the run has.
+    #[inline(always)]
+    unsafe fn run<K: Sink<S>>(
+        &mut self,
+        run_end: usize,
+        sink: &mut K,
+        escapes: &mut [MaybeUninit<(u32, u64)>; RUN],
+    ) -> Result<usize> {
+        let (simd, input) = (self.simd, self.input);
         let mut n_escapes = 0;
-        while pos < run_end {
+        while self.pos < run_end {
+            let pos = self.pos;
             // SAFETY: pos + 64 <= whole <= len, so 64 bytes are readable.
             let block = unsafe { simd.load(input.as_ptr().add(pos)) };
-            if carry.long_string() && simd.is_string_content(&block) {
+            if self.carry.long_string() && simd.is_string_content(&block) {
                 // Inside a string, so byte 0 escaped by a backslash run
                 // ending the previous block is an escape to record.
-                if carry.escaped != 0 {
-                    carry.escaped = 0;
+                if self.carry.escaped != 0 {
+                    self.carry.escaped = 0;
                     // SAFETY: at most one entry per block of the run.
                     unsafe { escapes.get_unchecked_mut(n_escapes).write((pos as u32, 1)) };
                     n_escapes += 1;
                 }
-                pos += 64;
+                self.pos += 64;
                 if simd.has_non_ascii(&block) {
                     // Text in other scripts: only its UTF-8 to check.
-                    utf8.check(&block);
+                    self.utf8.check(&block);
                     continue;
                 }
                 // Plain ASCII (base64): four blocks per test from here on.
@@ -453,87 +653,63 @@ unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> Result<()> 
                         & simd.is_plain_string(&simd.load(p.add(128)))
                         & simd.is_plain_string(&simd.load(p.add(192)))
                 };
-                while pos + 256 <= run_end && plain4(pos) {
-                    pos += 256;
+                while self.pos + 256 <= run_end && plain4(self.pos) {
+                    self.pos += 256;
                 }
-                utf8.skip_ascii();
+                self.utf8.skip_ascii();
                 continue;
             }
-            utf8.check(&block);
-            let f = step(simd, &block, &mut carry);
-            if f.control != 0 {
-                return Err(control_error(
-                    input,
-                    pos + f.control.trailing_zeros() as usize,
-                ));
-            }
-            // SAFETY: this run has at most RUN blocks (run_end), so the
-            // slot is one of `found`'s.
-            unsafe {
-                found_end.write((pos as u32, f.structurals));
-                found_end = found_end.add(1);
-            }
-            if f.escapes != 0 {
-                // SAFETY: as for `found`, at most one entry per block.
-                unsafe {
-                    escapes
-                        .get_unchecked_mut(n_escapes)
-                        .write((pos as u32, f.escapes))
-                };
-                n_escapes += 1;
-            }
-            pos += 64;
+            // SAFETY: one block of the run; the caller vouches for the CPU.
+            unsafe { self.block(&block, sink, escapes, &mut n_escapes)? };
+            self.pos += 64;
         }
-        // SAFETY: both point into `found`.
-        let mut n = unsafe { found_end.offset_from(found_start) } as usize;
-        if pos == whole && pos < len && n < RUN {
+        let len = input.len();
+        if self.pos == self.whole && self.pos < len && sink.has_room() {
             // (A full run leaves the tail to a run of its own.)
-            let block = load_tail(simd, &input[pos..]);
-            utf8.check(&block);
-            let f = step(simd, &block, &mut carry);
-            if f.control != 0 {
-                return Err(control_error(
-                    input,
-                    pos + f.control.trailing_zeros() as usize,
-                ));
-            }
-            found[n].write((pos as u32, f.structurals));
-            n += 1;
-            if f.escapes != 0 {
-                escapes[n_escapes].write((pos as u32, f.escapes));
-                n_escapes += 1;
-            }
-            pos = len;
+            let block = load_tail(simd, &input[self.pos..]);
+            // SAFETY: the sink takes one more block; the caller vouches
+            // for the CPU.
+            unsafe { self.block(&block, sink, escapes, &mut n_escapes)? };
+            self.pos = len;
         }
-        // SAFETY: this run wrote the first n entries of `found` and the
-        // first n_escapes of `escapes`.
-        let (found_run, escapes_run) =
-            unsafe { (written(&found, n), written(&escapes, n_escapes)) };
-        push_masks(simd, &mut index.positions, found_run);
-        if n_escapes != 0 {
-            // Text escaped throughout (`\uXXXX` every six bytes) takes the
-            // branch-free writer; a few escapes, one by one.
-            let bits: u32 = escapes_run.iter().map(|&(_, b)| b.count_ones()).sum();
-            if bits as usize > DENSE_ESCAPES * n_escapes {
-                push_masks(simd, &mut index.escapes, escapes_run);
-            } else {
-                push_sparse(&mut index.escapes, escapes_run);
-            }
+        Ok(n_escapes)
+    }
+
+    /// Checks and classifies the block at `self.pos` and hands on what it
+    /// found.
+    ///
+    /// # Safety
+    /// As for [`Scanner::run`]: the sink and `escapes` take one more block.
+    #[inline(always)]
+    unsafe fn block<K: Sink<S>>(
+        &mut self,
+        block: &S::Block,
+        sink: &mut K,
+        escapes: &mut [MaybeUninit<(u32, u64)>; RUN],
+        n_escapes: &mut usize,
+    ) -> Result<()> {
+        let pos = self.pos;
+        self.utf8.check(block);
+        let f = step(self.simd, block, &mut self.carry);
+        if f.control != 0 {
+            return Err(control_error(
+                self.input,
+                pos + f.control.trailing_zeros() as usize,
+            ));
         }
-    }
-    if utf8.finish() {
-        if let Err(e) = core::str::from_utf8(input) {
-            return Err(Error::new(ErrorCode::InvalidUtf8, e.valid_up_to()));
+        // SAFETY: the caller's contract.
+        unsafe { sink.take(self.simd, pos as u32, f.structurals) };
+        if f.escapes != 0 {
+            // SAFETY: at most one entry per block of the run.
+            unsafe {
+                escapes
+                    .get_unchecked_mut(*n_escapes)
+                    .write((pos as u32, f.escapes))
+            };
+            *n_escapes += 1;
         }
-        debug_assert!(false, "SIMD UTF-8 check disagrees with core::str");
+        Ok(())
     }
-    if carry.starts_in_string() != 0 {
-        // Nothing inside a string is indexed, so the last entry is the
-        // opening quote of the unterminated string.
-        let at = index.positions.last().map_or(0, |&p| p as usize);
-        return Err(Error::new(ErrorCode::UnterminatedString, at));
-    }
-    Ok(())
 }
 
 /// Whether `input` is valid UTF-8, by the kernel's checker alone, block
