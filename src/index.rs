@@ -2,8 +2,9 @@
 //!
 //! Stage 1 ([`crate::scan`]) fills [`Index::positions`] and
 //! [`Index::escapes`]; stage 2 ([`crate::validate`]) fills [`Index::links`];
-//! navigation only reads. All three vectors are cleared, never freed,
-//! between documents, so a pooled index parses again without allocating.
+//! navigation only reads. No vector is freed between documents, so a
+//! pooled index parses again without allocating; `links` is not even
+//! cleared, validation setting every link.
 //!
 //! # Invariants after a successful parse
 //!
@@ -51,10 +52,11 @@ pub struct Index {
 
 impl Index {
     /// Empties the index, keeping every allocation for the next document.
+    /// The links keep their values until validation sets them all: so it
+    /// need not zero them first.
     pub fn clear(&mut self) {
         self.positions.clear();
         self.escapes.clear();
-        self.links.clear();
     }
 
     /// Bytes of heap this index holds on to.
