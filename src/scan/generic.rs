@@ -504,10 +504,6 @@ trait Sink<S: Simd> {
     /// At most one call per block of the run the sink was made for, and
     /// the CPU supports the instructions `simd` uses.
     unsafe fn take(&mut self, simd: S, base: u32, bits: u64);
-
-    /// Whether it can take one more block in this run (the input's
-    /// tail).
-    fn has_room(&self) -> bool;
 }
 
 /// A [`Sink`] that writes each block's offsets at once, into room made
@@ -546,12 +542,6 @@ impl<S: Simd> Sink<S> for WriteNow {
         // past the cursor, plus the slack (the caller's contract).
         self.cursor = unsafe { simd.write_offsets(self.cursor, base, bits) };
     }
-
-    /// The room was made for the tail too.
-    #[inline(always)]
-    fn has_room(&self) -> bool {
-        true
-    }
 }
 
 /// A [`Sink`] that keeps each block's mask for [`push_masks`].
@@ -587,11 +577,6 @@ impl<S: Simd> Sink<S> for Keep {
             self.end = self.end.add(1);
         }
     }
-
-    #[inline(always)]
-    fn has_room(&self) -> bool {
-        self.len() < RUN
-    }
 }
 
 /// A stage 1 scan in progress: where it is and what each block hands to
@@ -624,6 +609,9 @@ impl<S: Simd> Scanner<'_, S> {
         escapes: &mut [MaybeUninit<(u32, u64)>; RUN],
     ) -> Result<usize> {
         let (simd, input) = (self.simd, self.input);
+        // A full run's blocks fill `escapes` (and a `Keep` sink): it
+        // leaves the tail to a run of its own.
+        let full = run_end - self.pos == 64 * RUN;
         let mut n_escapes = 0;
         while self.pos < run_end {
             let pos = self.pos;
@@ -664,11 +652,10 @@ impl<S: Simd> Scanner<'_, S> {
             self.pos += 64;
         }
         let len = input.len();
-        if self.pos == self.whole && self.pos < len && sink.has_room() {
-            // (A full run leaves the tail to a run of its own.)
+        if self.pos == self.whole && self.pos < len && !full {
             let block = load_tail(simd, &input[self.pos..]);
-            // SAFETY: the sink takes one more block; the caller vouches
-            // for the CPU.
+            // SAFETY: the run has fewer than RUN blocks, so the sink and
+            // `escapes` take one more; the caller vouches for the CPU.
             unsafe { self.block(&block, sink, escapes, &mut n_escapes)? };
             self.pos = len;
         }

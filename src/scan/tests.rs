@@ -284,6 +284,15 @@ fn long_texts_across_runs_and_a_tail_after_a_full_run() {
         text.extend_from_slice(b"0]");
         check_all_kernels(&text, false);
     }
+    // The same lengths with an escape in every block, so that a full
+    // run's escapes fill their array as its structurals do (a kernel that
+    // writes as it scans once took the tail into a full run).
+    for escapes in (1990..2110).chain(4040..4160) {
+        for extra in [&b""[..], b"a"] {
+            let text = [&b"[\""[..], extra, &br"\n".repeat(escapes), b"\"]"].concat();
+            check_all_kernels(&text, false);
+        }
+    }
 }
 
 #[test]
