@@ -252,7 +252,7 @@ unsafe fn store_sixteen<const K: i32>(out: *mut u32, packed: __m512i, base: __m5
 /// does not complete (not 0 there; an error if an ASCII block follows).
 /// All three are vectors: with offsets written as the blocks are scanned,
 /// two flags in general registers had the loop spill its write cursor
-/// to the stack (stage 1 2-4% slower).
+/// to the stack.
 pub(crate) struct Utf8 {
     error: __m512i,
     prev: __m512i,
