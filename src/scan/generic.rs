@@ -420,11 +420,12 @@ impl Pass for Utf8<'_> {
 ///   classifying of the next blocks, where after the run they came
 ///   back to back: stage 1 11-17% faster on the corpus (`cargo bench
 ///   --bench core` at 5366357 and 3393bfa, the UTF-8 state kept in
-///   vectors as well, see `avx512.rs`). This needs room for 64 offsets per block of the run
-///   before it starts: made for inputs of more than one run, where it is
-///   at most 16 KB past the entries; a smaller input is written this way
-///   only into room it already has (a pooled document), so that a fresh
-///   document of 300 bytes does not keep 1 KB for its 60 offsets.
+///   vectors as well, see `avx512.rs`). This needs room for 64 offsets
+///   per block of the run before it starts: made for inputs of more than
+///   one run, where it is at most 16 KB past the entries; a smaller
+///   input is written this way only into room it already has (a pooled
+///   document), so that a fresh document of 300 bytes does not keep 1 KB
+///   for its 60 offsets.
 ///
 /// # Safety
 /// The CPU must support the instructions `simd` uses (its kernel's
