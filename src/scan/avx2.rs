@@ -329,7 +329,7 @@ impl Utf8Check<Block> for Utf8 {
             let either = _mm256_or_si256(b.lo, b.hi);
             if _mm256_movemask_epi8(either) == 0 {
                 // ASCII: nothing to check beyond an open sequence, which
-                // it cuts short (rare: a branch, not a store per block).
+                // it cuts short: an error wherever `incomplete` is set.
                 self.error = _mm256_or_si256(self.error, self.incomplete);
             } else {
                 self.check_vector(b.lo, self.prev);

@@ -151,8 +151,8 @@ impl Simd for Avx512 {
         }
     }
 
-    /// The writer is a compress and a store (see [`scan`'s
-    /// docs](super::generic)).
+    /// The writer is a compress and a store, cheap enough to run
+    /// between the blocks' classifying (see `generic::scan`).
     const WRITES_AS_IT_SCANS: bool = true;
 
     /// [`write_offsets_by_compress`] stores 16 at a time.
@@ -273,7 +273,8 @@ impl Utf8Check<__m512i> for Utf8 {
         // kernel; INCOMPLETE_AT_END is 32 readable bytes.
         unsafe {
             if _mm512_movepi8_mask(input) == 0 {
-                // ASCII: nothing to check beyond an open sequence.
+                // ASCII: nothing to check beyond an open sequence, which
+                // it cuts short: an error wherever `incomplete` is set.
                 self.error = _mm512_or_si512(self.error, self.incomplete);
                 self.prev = input;
                 return;

@@ -614,6 +614,9 @@ impl<S: Simd> Scanner<'_, S> {
         // A full run's blocks fill `escapes` (and a `Keep` sink): it
         // leaves the tail to a run of its own.
         let full = run_end - self.pos == 64 * RUN;
+        // A count on the stack array, not a second `Keep`: sharing that
+        // type (two pointers, or a count on a borrowed array) cost stage 1
+        // 3-5% with every kernel.
         let mut n_escapes = 0;
         while self.pos < run_end {
             let pos = self.pos;
@@ -622,13 +625,11 @@ impl<S: Simd> Scanner<'_, S> {
                 // tests (the bound, the long-string flag) once for both,
                 // and more of two blocks' work in flight at once. AVX-512
                 // stage 1 (`cargo bench --bench core`, three runs at
-                // d59d451 and after): twitter.json 10.2-10.3 -> 10.9-11.2
-                // GB/s, citm_catalog 11.0-11.2 -> 12.5-12.6, canada
-                // 11.1 -> 11.4-12.8, 1.06-1.10x simdjson's icelake; AVX2
-                // 2-3% faster on the corpus, 4% slower on the base64 of
-                // chat-1MB (37 GB/s), the portable kernel even. (A second
-                // block that a long string fills is classified, not
-                // skipped: the same result.)
+                // d59d451 and at 4c45c33): twitter.json 10.3 -> 11.1 GB/s,
+                // citm_catalog 11.1 -> 12.5, canada 11.1 -> 12.3 (medians),
+                // 1.06-1.10x simdjson's icelake; the other kernels within
+                // the runs' noise. (A second block that a long string
+                // fills is classified, not skipped: the same result.)
                 // SAFETY: pos + 128 <= run_end <= len: 128 readable bytes.
                 let (first, second) = unsafe {
                     let at = input.as_ptr().add(pos);
