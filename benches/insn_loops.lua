@@ -139,7 +139,16 @@ local libraries = {
               len = function(t) return #t end },
 }
 
+-- luajit benches/insn_loops.lua --bytes LIB:WORKLOAD: the Lua heap
+-- bytes one workload allocates (the mean of 1000, after 1000 to warm up,
+-- with the collector stopped), which tools/lua_insns.sh prints beside the
+-- instructions: on small documents every table a library makes costs
+-- its allocation, its free and the collector's visits.
+local bytes_mode = arg[1] == "--bytes"
 local name, n = arg[1], tonumber(arg[2])
+if bytes_mode then
+    name, n = arg[2], 1000
+end
 local lib_name, work = (name or ""):match("^(%a+):(.+)$")
 local run, lib = workloads[work], libraries[lib_name]
 if not (run and lib and n) then
@@ -147,6 +156,7 @@ if not (run and lib and n) then
     for w in pairs(workloads) do names[#names + 1] = w end
     table.sort(names)
     io.stderr:write("usage: luajit benches/insn_loops.lua {qjson|cjson}:WORKLOAD N\n",
+                    "       luajit benches/insn_loops.lua --bytes {qjson|cjson}:WORKLOAD\n",
                     "workloads: ", table.concat(names, " "), "\n")
     os.exit(2)
 end
@@ -156,3 +166,14 @@ for k = 1, n do
     sum = sum + run(lib, k)
 end
 assert(sum > 0)
+if bytes_mode then
+    collectgarbage()
+    collectgarbage("stop")
+    local before = collectgarbage("count")
+    for k = n + 1, 2 * n do
+        sum = sum + run(lib, k)
+    end
+    local after = collectgarbage("count")
+    collectgarbage("restart")
+    print(string.format("%.0f", (after - before) * 1024 / n))
+end

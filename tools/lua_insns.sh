@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per workload of benches/insn_loops.lua, qjson beside cjson
 # (OpenResty's fork when tools/baselines.sh finds one, else the installed
-# cjson), counted by callgrind:
+# cjson), counted by callgrind, and the Lua heap bytes each allocates:
 #
 #   tools/lua_insns.sh [WORKLOAD...]    default: every workload
 #   MISSES=1 tools/lua_insns.sh ...     also data misses of a simulated
@@ -48,7 +48,7 @@ count() {
                        END { print i, m + 0 }'
 }
 
-header=$(printf '%-12s %10s %10s %7s' workload qjson cjson ratio)
+header=$(printf '%-12s %10s %10s %7s %8s %8s' workload qjson cjson ratio "qjson B" "cjson B")
 [ "$misses" = 1 ] && header+=$(printf ' %9s %9s' "qjson L2" "cjson L2")
 echo "$header"
 for w in "${workloads[@]}"; do
@@ -62,10 +62,14 @@ for w in "${workloads[@]}"; do
         line+=$(printf ' %10d' "${per[$lib]}")
     done
     line+=$(awk -v q="${per[qjson]}" -v c="${per[cjson]}" 'BEGIN { printf " %6.2fx", c / q }')
+    for lib in qjson cjson; do
+        line+=$(printf ' %8s' "$(LUA_CPATH=$cpath QJSON_LIB=$qjson_lib \
+            luajit benches/insn_loops.lua --bytes "$lib:$w")")
+    done
     [ "$misses" = 1 ] && line+=$(printf ' %9s %9s' "${miss[qjson]}" "${miss[cjson]}")
     echo "$line"
     unset per miss
 done
-echo "(instructions per workload; ratio = cjson / qjson; cjson from ${baselines:-the installed lua-cjson})"
+echo "(instructions per workload; ratio = cjson / qjson; B: Lua heap bytes it allocates; cjson from ${baselines:-the installed lua-cjson})"
 [ "$misses" = 1 ] && echo "(L2: data misses per workload of a simulated 512 KB, 8-way L2 behind a 32 KB L1)"
 exit 0

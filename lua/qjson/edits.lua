@@ -2,11 +2,15 @@
 -- (lua/qjson/lazy.lua) turned into edits of the source, for qjson.encode
 -- and qjson.materialize.
 --
--- An edit is { from, to, value, depth [, rec, kept] }: source bytes
--- [from, to) are replaced by a value, or by nothing (DELETED); keys added
--- to an object (INSERT) or elements appended to an array (APPEND) are
--- written at one point (from == to) after the container's last source
--- member. `depth` is the nesting depth of the container the edit is in
+-- An edit is EDIT consecutive entries of one list (from, to, value,
+-- depth, rec, kept), named by the position of its first (1, 1 + EDIT,
+-- ...): no table per edit, as each costs an allocation, a free and the
+-- collector's visits. Source bytes [from, to) are replaced by a value, or
+-- by nothing (DELETED); keys added to an object (INSERT) or elements
+-- appended to an array (APPEND) are written at one point (from == to)
+-- after the container's last source member, from change record `rec`
+-- (`kept`: a source member before them stays); other edits have false
+-- there. `depth` is the nesting depth of the container the edit is in
 -- (0 for the root), which the encoder's depth limit needs.
 -- Sorted by `from`, two edits never partly overlap: they are disjoint, or
 -- one lies inside a range the other replaces (a member written inside a
@@ -32,6 +36,10 @@ local C = qffi.C
 local null = qffi.null
 local DELETED = lazy.DELETED
 local SRC, CHANGES, EDITS, ROOT_REC = lazy.SRC, lazy.CHANGES, lazy.EDITS, lazy.ROOT_REC
+local R_CODE, R_DEPTH, R_N, R_ADDED, R_SIMPLE = lazy.R_CODE, lazy.R_DEPTH, lazy.R_N, lazy.R_ADDED,
+                                                lazy.R_SIMPLE
+local FIELDS = lazy.FIELDS
+local is_record = lazy.is_record
 local cursor_of = lazy.cursor_of
 local ffi_string = ffi.string
 local ffi_cast = ffi.cast
@@ -45,6 +53,17 @@ local char_ptr = ffi.typeof("const char *")
 
 local _M = {}
 
+-- Entries per edit.
+local EDIT = 6
+_M.EDIT = EDIT
+
+-- Appends an edit to `list`.
+local function push(list, from, to, value, depth, rec, kept)
+    local n = #list
+    list[n + 1], list[n + 2], list[n + 3] = from, to, value
+    list[n + 4], list[n + 5], list[n + 6] = depth, rec, kept
+end
+
 -- Edit values that write a record's added keys or appended elements.
 local INSERT = setmetatable({}, { __tostring = function() return "qjson.insert" end })
 local APPEND = setmetatable({}, { __tostring = function() return "qjson.append" end })
@@ -53,53 +72,57 @@ _M.INSERT, _M.APPEND = INSERT, APPEND
 -- Appends to `list` the edits of the object at cursor in the document
 -- of state st, whose change record is rec, through reader R.
 local function object_edits(list, st, cursor, rec, R)
-    local depth = rec.depth
+    local depth = rec[R_DEPTH]
     local ptr, base = lazy.live_ptr(st), ffi_cast(char_ptr, st[SRC])
     C.qjson_spans(ptr, cursor, 1, R)
     local n = tonumber(R.count)
     local spans = R.spans
-    local set = rec.set
     -- Whether a source member before this one stays, and where the last
     -- one ended (at first: just past '{').
     local kept = false
     local prev_end = tonumber(R.value.str - base) + 1
     for i = 0, n - 1 do
         local s = spans[i]
-        local v = set[ffi_string(s.key, s.key_len)]
+        -- (A source key is a string: its value is the record's own.)
+        local v = rec[ffi_string(s.key, s.key_len)]
         if v == nil then
             kept = true
         elseif s.live == 0 or v == DELETED then
             if kept then
-                list[#list + 1] = { prev_end, s.value_end, DELETED, depth }
+                push(list, prev_end, s.value_end, DELETED, depth, false, false)
             else
                 local to = i + 1 < n and spans[i + 1].key_start or s.value_end
-                list[#list + 1] = { s.key_start, to, DELETED, depth }
+                push(list, s.key_start, to, DELETED, depth, false, false)
             end
         else
-            list[#list + 1] = { s.value_start, s.value_end, v, depth }
+            push(list, s.value_start, s.value_end, v, depth, false, false)
             kept = true
         end
         prev_end = s.value_end
     end
-    if rec.added then
-        list[#list + 1] = { prev_end, prev_end, INSERT, depth, rec, kept }
+    if rec[R_ADDED] > 0 then
+        push(list, prev_end, prev_end, INSERT, depth, rec, kept)
     end
 end
 
 -- Appends to `list` the edits of the array at cursor in the document of
 -- state st, whose change record is rec, through reader R.
 local function array_edits(list, st, cursor, rec, R)
-    local depth = rec.depth
+    local depth = rec[R_DEPTH]
     local ptr, base = lazy.live_ptr(st), ffi_cast(char_ptr, st[SRC])
     C.qjson_spans(ptr, cursor, 0, R)
     local n0 = tonumber(R.count)
     local spans = R.spans
-    local n = rec.n
+    local n = rec[R_N]
     local kept = n < n0 and n or n0
-    for i, v in next, rec.set do
-        if i <= kept then
+    -- The elements written: the record's entries past its slots (a loop
+    -- over them, not over the array: one write to a long array costs
+    -- one edit).
+    for slot, v in next, rec do
+        local i = slot - FIELDS
+        if i >= 1 and i <= kept then
             local s = spans[i - 1]
-            list[#list + 1] = { s.value_start, s.value_end, v == DELETED and null or v, depth }
+            push(list, s.value_start, s.value_end, v == DELETED and null or v, depth, false, false)
         end
     end
     -- Ends of the last kept element and of the source's elements (at
@@ -108,9 +131,9 @@ local function array_edits(list, st, cursor, rec, R)
     local kept_end = kept > 0 and spans[kept - 1].value_end or open
     local source_end = n0 > 0 and spans[n0 - 1].value_end or open
     if kept < n0 then
-        list[#list + 1] = { kept_end, source_end, DELETED, depth }
+        push(list, kept_end, source_end, DELETED, depth, false, false)
     elseif n > n0 then
-        list[#list + 1] = { source_end, source_end, APPEND, depth, rec }
+        push(list, source_end, source_end, APPEND, depth, rec, false)
     end
 end
 
@@ -118,15 +141,16 @@ end
 -- document's pointers are made only where the source is read: each is
 -- an allocation where the compiler does not sink it.)
 local function record_edits(list, st, rec, R)
-    local code = rec.code
-    if rec.simple then
+    local code = rec[R_CODE]
+    if rec[R_SIMPLE] then
         -- Members replaced, in a source without repeated keys: where they
         -- are is known since their first writes (the first outside the
         -- loop, see edits_of).
-        local set, depth = rec.set, rec.depth
-        list[#list + 1] = { rec[1], rec[2], set[rec[3]], depth }
-        for j = 4, #rec, 3 do
-            list[#list + 1] = { rec[j], rec[j + 1], set[rec[j + 2]], depth }
+        local depth = rec[R_DEPTH]
+        local j = FIELDS + 1
+        push(list, rec[j], rec[j + 1], rec[rec[j + 2]], depth, false, false)
+        for k = j + 3, #rec, 3 do
+            push(list, rec[k], rec[k + 1], rec[rec[k + 2]], depth, false, false)
         end
     elseif code >= 0 then
         object_edits(list, st, cursor_of(code), rec, R)
@@ -135,8 +159,40 @@ local function record_edits(list, st, rec, R)
     end
 end
 
-local function by_from(a, b)
-    return a[1] < b[1]
+-- The list being sorted, for `starts_before` (a closure made per sort
+-- would stop the compiler: creating one is not compiled).
+local sorting
+
+-- Whether the edit at position a of `sorting` starts before the one at b.
+local function starts_before(a, b)
+    return sorting[a] < sorting[b]
+end
+
+-- `list` with its edits in the order of their `from`: itself when they
+-- are (one record's edits mostly are), else a new list.
+local function sorted(list)
+    local n = #list
+    local sorted_already = true
+    for p = 1 + EDIT, n, EDIT do
+        if list[p] < list[p - EDIT] then
+            sorted_already = false
+            break
+        end
+    end
+    if sorted_already then return list end
+    local order = new_tab(n / EDIT, 0)
+    for i = 1, n / EDIT do
+        order[i] = (i - 1) * EDIT + 1
+    end
+    sorting = list
+    table_sort(order, starts_before)
+    sorting = nil
+    local out = new_tab(n, 0)
+    for i = 1, #order do
+        local p = order[i]
+        push(out, list[p], list[p + 1], list[p + 2], list[p + 3], list[p + 4], list[p + 5])
+    end
+    return out
 end
 
 
@@ -148,7 +204,7 @@ local function edits_of(st, R)
     if list then return list end
     -- A freed document cannot be encoded, whatever its records hold.
     lazy.live_ptr(st)
-    list = new_tab(2, 0)
+    list = new_tab(EDIT, 0)
     -- Mostly the root's record alone: a loop entered often that runs once
     -- is one LuaJIT stops compiling (its traces keep leaving it), and what
     -- it calls would then run interpreted.
@@ -158,7 +214,7 @@ local function edits_of(st, R)
     end
     local changes = st[CHANGES]
     if changes then
-        if changes.proxy then
+        if is_record(changes) then
             -- One record (see lua/qjson/lazy.lua's `record`).
             record_edits(list, st, changes, R)
         else
@@ -167,7 +223,7 @@ local function edits_of(st, R)
             end
         end
     end
-    if #list > 1 then table_sort(list, by_from) end
+    list = sorted(list)
     -- Set last: a finalizer run while it was made (by an allocation above)
     -- that encodes this document makes its own.
     st[EDITS] = list
@@ -175,17 +231,20 @@ local function edits_of(st, R)
 end
 _M.edits_of = edits_of
 
--- The position in `list` of its first edit at or after byte `from`.
+-- The position in `list` of its first edit at or after byte `from`
+-- (past the last edit when there is none).
 local function first_at(list, from)
     -- (The first, without a loop: see edits_of.)
-    local e = list[1]
-    if e == nil or e[1] >= from then return 1 end
-    local lo, hi = 2, #list + 1
-    while lo < hi do
+    local first = list[1]
+    if first == nil or first >= from then return 1 end
+    -- Edit numbers (the one past the last when no edit qualifies): edit
+    -- lo starts before `from`, and the answer is in (lo, hi].
+    local lo, hi = 1, #list / EDIT + 1
+    while hi - lo > 1 do
         local mid = math_floor((lo + hi) / 2)
-        if list[mid][1] < from then lo = mid + 1 else hi = mid end
+        if list[(mid - 1) * EDIT + 1] < from then lo = mid else hi = mid end
     end
-    return lo
+    return (hi - 1) * EDIT + 1
 end
 _M.first_at = first_at
 
@@ -197,8 +256,8 @@ function _M.changed(st, proxy, code, R)
     local from, to = lazy.source_span(st, lazy.live_ptr(st), cursor_of(code), R)
     -- Edits starting on `from` replace the proxy: they are its parent's.
     local list = edits_of(st, R)
-    local e = list[first_at(list, from + 1)]
-    return e ~= nil and e[1] < to
+    local e_from = list[first_at(list, from + 1)]
+    return e_from ~= nil and e_from < to
 end
 
 return _M

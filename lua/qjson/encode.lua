@@ -25,6 +25,8 @@ local MAIN = qffi.main
 local null = qffi.null
 local proxy_info = lazy.proxy_info
 local DELETED = lazy.DELETED
+local FIELDS, R_N, R_N0 = lazy.FIELDS, lazy.R_N, lazy.R_N0
+local object_value = lazy.object_value
 local SRC = lazy.SRC
 local has_changes = lazy.has_changes
 local empty_array_mt = lazy.empty_array_mt
@@ -33,6 +35,7 @@ local source_span = lazy.source_span
 local cursor_of = lazy.cursor_of
 local edits_of = edits.edits_of
 local first_edit = edits.first_at
+local EDIT = edits.EDIT
 local depth_of = lazy.depth_of
 local INSERT, APPEND = edits.INSERT, edits.APPEND
 local switch = options.switch
@@ -332,51 +335,52 @@ end
 -- The keys added to an object (change record rec), each after a comma
 -- when something comes before it (`kept`: a source member stays).
 local function put_added(rec, kept, depth)
-    local added, set = rec.added, rec.set
-    for j = 1, #added do
-        local key = added[j]
-        local v = set[key]
-        if v ~= DELETED then
-            if kept then buf:put(",") end
-            kept = true
-            put_key(key)
-            put_value(v, depth)
+    -- (Their triples start with false: see lua/qjson/lazy.lua.)
+    for j = FIELDS + 1, #rec, 3 do
+        if not rec[j] then
+            local key = rec[j + 2]
+            local v = object_value(rec, key)
+            if v ~= DELETED then
+                if kept then buf:put(",") end
+                kept = true
+                put_key(key)
+                put_value(v, depth)
+            end
         end
     end
 end
 
 -- The elements appended to an array (change record rec), holes as null.
 local function put_appended(rec, depth)
-    local set = rec.set
-    for i = rec.n0 + 1, rec.n do
+    for i = rec[R_N0] + 1, rec[R_N] do
         if i > 1 then buf:put(",") end
-        local v = set[i]
+        local v = rec[FIELDS + i]
         put_value(v == DELETED and null or v, depth)
     end
 end
 
--- Writes edit e (see lua/qjson/edits.lua) whose source range starts after
--- `at`, in a range entered at `depth` from nesting depth `from_depth`;
--- returns where the source goes on.
-local function put_edit(base, e, at, depth, from_depth)
-    copy(base, at, e[1])
-    local d = depth + e[4] - from_depth
+-- Writes the edit at position e of `list` (see lua/qjson/edits.lua),
+-- whose source range starts after `at`, in a range entered at `depth`
+-- from nesting depth `from_depth`; returns where the source goes on.
+local function put_edit(base, list, e, at, depth, from_depth)
+    copy(base, at, list[e])
+    local d = depth + list[e + 3] - from_depth
     if d > config.max_depth then
         nesting_error(config.max_depth + 1)
     end
     if d > deepest then deepest = d end
-    local v = e[3]
+    local v = list[e + 2]
     if v ~= DELETED then
         flush()
         if v == INSERT then
-            put_added(e[5], e[6], d)
+            put_added(list[e + 4], list[e + 5], d)
         elseif v == APPEND then
-            put_appended(e[5], d)
+            put_appended(list[e + 4], d)
         else
             put_value(v, d)
         end
     end
-    return e[2]
+    return list[e + 1]
 end
 
 -- Writes source bytes [from, to) of the text at `base` with the edits of
@@ -389,20 +393,20 @@ end
 -- between had been (so the limit and its message are cjson's).
 local function put_source(base, list, from, after, to, depth, from_depth)
     local at = from
-    local i = first_edit(list, after + 1)
-    local e = list[i]
-    if e and e[1] < to then
+    local e = first_edit(list, after + 1)
+    local e_from = list[e]
+    if e_from and e_from < to then
         -- The first edit outside the loop, which most ranges need no
         -- more than (see edits_of in lua/qjson/edits.lua).
-        at = put_edit(base, e, at, depth, from_depth)
-        i = i + 1
-        e = list[i]
-        while e and e[1] < to do
-            if e[1] >= at then
-                at = put_edit(base, e, at, depth, from_depth)
+        at = put_edit(base, list, e, at, depth, from_depth)
+        e = e + EDIT
+        e_from = list[e]
+        while e_from and e_from < to do
+            if e_from >= at then
+                at = put_edit(base, list, e, at, depth, from_depth)
             end
-            i = i + 1
-            e = list[i]
+            e = e + EDIT
+            e_from = list[e]
         end
     end
     copy(base, at, to)
@@ -417,8 +421,8 @@ local function put_proxy(st, code, depth)
     local from, to = source_span(st, ptr, cursor_of(code), reader)
     if has_changes(st) then
         local list = edits_of(st, reader)
-        local e = list[first_edit(list, from + 1)]
-        if e and e[1] < to then
+        local e_from = list[first_edit(list, from + 1)]
+        if e_from and e_from < to then
             -- Changed inside: from its own depth on.
             local from_depth = depth_of(ptr, code, reader)
             put_source(base, list, from, from, to, depth, from_depth)

@@ -48,7 +48,7 @@
 -- proxy cost more than the reads it saved.
 --
 -- Writes: the first write to a proxy gives it a change record (see
--- `record`); qjson.encode and qjson.materialize turn
+-- "Change records" below); qjson.encode and qjson.materialize turn
 -- the records into edits of the source text (lua/qjson/edits.lua).
 
 local ffi = require("ffi")
@@ -248,6 +248,53 @@ local function fetch(st, ptr, code, k, R)
     return v
 end
 
+-- Change records.
+--
+-- A proxy's first write gives it a record: one table whose slots below
+-- FIELDS say what the record is about, and whose other entries are what
+-- was written. Every table a change makes costs it an allocation, a free
+-- and the collector's visits (a rewritten tool call made four, against
+-- cjson's two tables for the whole document), so a record is one table,
+-- made with array room for its slots and a first write:
+--
+--   [R_CODE], [R_DEPTH]  the proxy's code and nesting depth
+--   [R_PROXY]            the proxy; false in the root's record
+--   [R_N]                an array's current element count; an object's
+--                        count of keys once asked for, false until then
+--   [R_N0]               an array's source element count
+--   [R_ADDED]            how many keys the source lacks were written
+--   [R_SIMPLE]           true while every write to the object replaced a
+--                        member of a source without repeated keys: the
+--                        encoder then needs nothing but the triples below
+--   [R_OTHER]            an object's values for keys that are not
+--                        strings, false before the first
+--
+-- From FIELDS + 1 on, an array's record holds element k's value at
+-- FIELDS + k; an object's lists a triple per key written, in the order
+-- first written: where its value is in the source (start, end) and the
+-- key, or false, false and the key for a key the source lacks. An
+-- object's values for string keys are the record's own string keys (no
+-- slot is a string). A deleted value is DELETED.
+--
+-- The root's record is the state's [ROOT_REC]. The first other proxy's
+-- record is `st[CHANGES]` itself; with a second, `st[CHANGES]` maps
+-- proxies other than the root to their records and lists them (1..n), so
+-- that going over them is a numeric loop, which compiles. A record's
+-- R_CODE slot is a number, a map's first entry a record: `is_record`
+-- tells them apart. Every write drops the document's edits
+-- (`st[EDITS]`), made again when next needed.
+local R_CODE, R_DEPTH, R_PROXY, R_N, R_N0, R_ADDED, R_SIMPLE, R_OTHER = 1, 2, 3, 4, 5, 6, 7, 8
+local FIELDS = 8
+_M.R_CODE, _M.R_DEPTH, _M.R_N, _M.R_N0, _M.R_ADDED, _M.R_SIMPLE = R_CODE, R_DEPTH, R_N, R_N0,
+                                                                  R_ADDED, R_SIMPLE
+_M.FIELDS = FIELDS
+
+-- Whether t (st[CHANGES]) is a lone record rather than a map of them.
+local function is_record(t)
+    return type(t[R_CODE]) == "number"
+end
+_M.is_record = is_record
+
 -- The change record of the proxy with `code` of state st, or a false
 -- value.
 local function record_of(st, proxy, code)
@@ -255,13 +302,41 @@ local function record_of(st, proxy, code)
         return st[ROOT_REC]
     end
     local changes = st[CHANGES]
-    if not changes or changes.proxy == proxy then
+    -- (A map's R_PROXY entry is a record, never a proxy.)
+    if not changes or changes[R_PROXY] == proxy then
         return changes
     end
-    -- (A lone record has no proxy keys: nil for any other proxy.)
+    -- (A record has no proxy keys: nil for any other proxy.)
     return changes[proxy]
 end
 _M.record_of = record_of
+
+-- The value object record rec holds for key k, or nil.
+local function object_value(rec, k)
+    if type(k) == "string" then
+        return rec[k]
+    end
+    local other = rec[R_OTHER]
+    if other then
+        return other[k]
+    end
+    return nil
+end
+_M.object_value = object_value
+
+-- Records v for key k in object record rec.
+local function set_object_value(rec, k, v)
+    if type(k) == "string" then
+        rec[k] = v
+        return
+    end
+    local other = rec[R_OTHER]
+    if not other then
+        other = new_tab(0, 1)
+        rec[R_OTHER] = other
+    end
+    other[k] = v
+end
 
 -- Whether any proxy of state st has a change record.
 function _M.has_changes(st)
@@ -272,14 +347,19 @@ end
 -- written (nil for a deleted one) and true, or nothing when k is as in
 -- the source.
 local function written(rec, code, k)
-    local v = rec.set[k]
+    local v
+    if code >= 0 then
+        v = object_value(rec, k)
+    elseif type(k) == "number" and k >= 1 then
+        if k > rec[R_N] then
+            -- Cut off by deletions at the end.
+            return nil, true
+        end
+        v = rec[FIELDS + k]
+    end
     if v ~= nil then
         if v == DELETED then return nil, true end
         return v, true
-    end
-    if code < 0 and type(k) == "number" and k > rec.n then
-        -- Cut off by deletions at the end.
-        return nil, true
     end
     return nil, false
 end
@@ -365,26 +445,7 @@ end
 _M.depth_of = depth_of
 
 -- The change record of the proxy (code `code`) of state st, made on its
--- first write: `code` and `depth` are the proxy's; `set` maps each key or
--- index written to its value (DELETED for nil); objects keep `added`, the
--- keys written that the source lacks in the order first written; `n` is
--- the current element count of an array (`n0` its source count) and the
--- key count of an object once asked for (false until then), kept up to
--- date. An object is `simple` while every write replaced a member of a
--- source without repeated keys: the record's array part then lists where
--- each such value is (start, end and key, three entries per write, in the
--- order first written), and the encoder needs nothing more
--- (lua/qjson/edits.lua); a record other than the root's also keeps
--- `proxy`, its own. At most eight fields, so that a record's hash part is
--- eight slots (a ninth doubled it, and copying it cost a change about 400
--- instructions), and the first write's entries in slots made with the
--- record: every table a change makes costs it an allocation and a free.
--- The root's record is the state's [ROOT_REC]. The first other proxy's
--- record is `st[CHANGES]` itself (its `proxy` says whose: a nested change
--- makes no table for a map); with a second, `st[CHANGES]` maps proxies
--- other than the root to their records and lists them (1..n), so that
--- going over them is a numeric loop, which compiles. Every write
--- drops the document's edits (`st[EDITS]`), made again when next needed.
+-- first write (see "Change records" above).
 local function record(st, proxy, code, level)
     st[EDITS] = false
     local rec = record_of(st, proxy, code)
@@ -395,42 +456,37 @@ local function record(st, proxy, code, level)
     local cursor = cursor_of(code)
     local R = enter()
     local depth = depth_of(ptr, code, R)
-    local simple = false
+    local simple, n = false, false
     if code >= 0 then
         -- No repeated key when every member is a distinct key.
         C.qjson_len(ptr, cursor, nil, 0, R)
         local v = R.value
         simple = tonumber(v.i64) == tonumber(v.len)
+    else
+        C.qjson_len(ptr, cursor, nil, 0, R)
+        n = tonumber(R.value.len)
     end
     leave(R)
-    -- (Presized, as `set` and `changes`: growing an empty table rehashes.)
-    local set = code >= 0 and new_tab(0, 1) or new_tab(1, 0)
-    -- (Two constructors: `proxy` only where it is read, as an eighth field
-    -- in the root's record cost a top-level change about 400 instructions.)
-    if is_root(code) then
-        rec = { nil, nil, nil, code = code, set = set, added = false, n = false, n0 = false,
-                depth = depth, simple = simple }
-    else
-        rec = { nil, nil, nil, code = code, set = set, added = false, n = false, n0 = false,
-                depth = depth, simple = simple, proxy = proxy }
-    end
-    if code < 0 then
-        local n = source_len(ptr, cursor)
-        rec.n, rec.n0 = n, n
-    end
+    -- Room for the slots and a first write: a triple, or three elements
+    -- (an array part of up to 16 slots is allocated with the table); an
+    -- object's hash part for its first key.
+    rec = new_tab(FIELDS + 3, code >= 0 and 1 or 0)
+    rec[R_CODE], rec[R_DEPTH], rec[R_PROXY], rec[R_N] = code, depth, false, n
+    rec[R_N0], rec[R_ADDED], rec[R_SIMPLE], rec[R_OTHER] = n, 0, simple, false
     if is_root(code) then
         st[ROOT_REC] = rec
         return rec
     end
+    rec[R_PROXY] = proxy
     local changes = st[CHANGES]
     if not changes then
         st[CHANGES] = rec
         return rec
     end
-    local first = changes.proxy
-    if first then
+    if is_record(changes) then
+        local first = changes
         changes = new_tab(2, 2)
-        changes[first], changes[1] = st[CHANGES], st[CHANGES]
+        changes[first[R_PROXY]], changes[1] = first, first
         st[CHANGES] = changes
     end
     changes[proxy] = rec
@@ -459,8 +515,7 @@ local function proxy_newindex(proxy, k, v)
             error("table index is nil", 2)
         end
         local rec = record(st, proxy, code, 2)
-        local set = rec.set
-        local old = set[k]
+        local old = object_value(rec, k)
         -- Whether the key has a value now (for the count of keys).
         local had
         if old == nil then
@@ -468,50 +523,45 @@ local function proxy_newindex(proxy, k, v)
             if not address then error(FREED, 2) end
             local from, to = member_span(st, ffi_cast(DOC_PTR, address), cursor_of(code), k)
             had = from ~= nil
+            local w = #rec
             if had then
-                local w = #rec
                 rec[w + 1], rec[w + 2], rec[w + 3] = from, to, k
             else
-                local added = rec.added
-                if not added then
-                    added = new_tab(1, 0)
-                    rec.added = added
-                end
-                added[#added + 1] = k
-                rec.simple = false
+                rec[w + 1], rec[w + 2], rec[w + 3] = false, false, k
+                rec[R_ADDED] = rec[R_ADDED] + 1
+                rec[R_SIMPLE] = false
             end
         else
             had = old ~= DELETED
         end
         if v == nil then
             v = DELETED
-            rec.simple = false
+            rec[R_SIMPLE] = false
         end
-        set[k] = v
-        local len = rec.n
+        set_object_value(rec, k, v)
+        local len = rec[R_N]
         if len then
-            rec.n = len + (v ~= DELETED and 1 or 0) - (had and 1 or 0)
+            rec[R_N] = len + (v ~= DELETED and 1 or 0) - (had and 1 or 0)
         end
         return
     end
     local rec = record(st, proxy, code, 2)
-    local n = rec.n
+    local n = rec[R_N]
     if type(k) ~= "number" or k < 1 or k ~= math_floor(k) or k > n + 1 then
         error("qjson: array index " .. tostring(k) .. " is out of range 1.." .. (n + 1)
               .. " (arrays grow by one at the end)", 2)
     end
-    local set = rec.set
     if v == nil then
-        set[k] = DELETED
+        rec[FIELDS + k] = DELETED
         -- Removing the last elements shortens the array; a hole in the
         -- middle stays and encodes as null, as cjson does.
-        while n > 0 and set[n] == DELETED do
+        while n > 0 and rec[FIELDS + n] == DELETED do
             n = n - 1
         end
-        rec.n = n
+        rec[R_N] = n
     else
-        set[k] = v
-        if k > n then rec.n = k end
+        rec[FIELDS + k] = v
+        if k > n then rec[R_N] = k end
     end
 end
 
@@ -536,7 +586,7 @@ local function member(st, ptr, code, rec, entry, R)
     local cell = R.key
     local key = ffi_string(cell.str, cell.len)
     local v
-    if rec then v = rec.set[key] end
+    if rec then v = rec[key] end
     if v == nil then
         v = value_of(st, R.value, code)
     end
@@ -554,7 +604,8 @@ local function object_iter(st, proxy, code, R)
     local r = R or enter()
     local entries = source_members(ffi_cast(DOC_PTR, address), cursor_of(code), r)
     if not R then leave(r) end
-    local i, added_i = 0, 0
+    -- (added_at: where the search for added keys goes on in the record.)
+    local i, added_at = 0, 0
     return function()
         local rec = record_of(st, proxy, code)
         while i < #entries do
@@ -566,12 +617,18 @@ local function object_iter(st, proxy, code, R)
             if not R then leave(r) end
             if v ~= DELETED then return key, v end
         end
-        local added = rec and rec.added
-        while added and added_i < #added do
-            added_i = added_i + 1
-            local key = added[added_i]
-            local v = rec.set[key]
-            if v ~= DELETED then return key, v end
+        -- Then the added keys, from the record's triples.
+        if rec and rec[R_ADDED] > 0 then
+            if added_at == 0 then added_at = FIELDS + 1 end
+            while added_at < #rec do
+                local j = added_at
+                added_at = j + 3
+                if not rec[j] then
+                    local key = rec[j + 2]
+                    local v = object_value(rec, key)
+                    if v ~= DELETED then return key, v end
+                end
+            end
         end
         return nil
     end
@@ -601,13 +658,13 @@ end
 local function proxy_len(st, proxy, code)
     local rec = record_of(st, proxy, code)
     if code < 0 then
-        if rec then return rec.n end
+        if rec then return rec[R_N] end
     elseif rec then
-        local n = rec.n
+        local n = rec[R_N]
         if n then return n end
         n = 0
         for _ in object_iter(st, proxy, code) do n = n + 1 end
-        rec.n = n
+        rec[R_N] = n
         return n
     end
     local address = st[PTR]

@@ -41,7 +41,7 @@ local function materialize_level(v, R)
         end
         if code < 0 then
             local rec = lazy.record_of(st, v, code)
-            local n = rec and rec.n
+            local n = rec and rec[lazy.R_N]
             if not n then
                 C.qjson_len(ptr, cursor, nil, 0, R)
                 n = tonumber(R.value.len)
