@@ -311,12 +311,17 @@ end
 -- (lua/qjson/edits.lua) in its range applied. Offsets are from `base`,
 -- the start of the document's text.
 
-local pending_from, pending_to, pending_base = 0, 0, nil
+-- The base of no text, for when nothing is pending: flush then copies
+-- no bytes from it. (A branch on "anything pending?" kept LuaJIT from
+-- compiling flush: its side trace for the other case returned below the
+-- trace's start, and flush ran interpreted, boxing its pointer.)
+local NOWHERE_BYTE = ffi.new("char[1]")
+-- (Of the type real bases have: the compiled flush checks it.)
+local NOWHERE = ffi_cast(char_ptr, NOWHERE_BYTE)
+local pending_from, pending_to, pending_base = 0, 0, NOWHERE
 
 local function flush()
-    if pending_to > pending_from then
-        buf:putcdata(pending_base + pending_from, pending_to - pending_from)
-    end
+    buf:putcdata(pending_base + pending_from, pending_to - pending_from)
     pending_from, pending_to = 0, 0
 end
 
@@ -504,12 +509,14 @@ end
 -- error.
 local function encode_with(v, R)
     buf:reset()
-    pending_base, pending_from, pending_to = nil, 0, 0
+    pending_base, pending_from, pending_to = NOWHERE, 0, 0
     deepest = 0
     reader = R
     local ok, err = pcall(put_top, v)
-    flush()
-    pending_base = nil
+    -- Every copy is flushed by the writer that made it (put_proxy,
+    -- put_top), so only an error leaves one pending, and its output is
+    -- dropped.
+    pending_base, pending_from, pending_to = NOWHERE, 0, 0
     reader = nil
     if not ok then
         buf:reset()
