@@ -82,6 +82,13 @@ local PATTERNS = {
         for i = 1, n do t["new" .. i] = i end
         assert(#qjson.encode(t) > #s)
     end },
+    { "qjson.pairs over n added keys", object, 500, function(s, n)
+        local t = qjson.decode(s)
+        for i = 1, n do t["new" .. i] = i end
+        local c = 0
+        for _ in qjson.pairs(t) do c = c + 1 end
+        assert(c == 2 * n)
+    end },
     { "qjson.len between writes", object, 500, function(s, n)
         local t = qjson.decode(s)
         for i = 1, n do
@@ -117,6 +124,13 @@ local PATTERNS = {
       end, 250, function(s, n)
         local t = qjson.decode(s)
         for i = 1, n do t[i][2] = 3 end
+        assert(#qjson.encode(t) == #s)
+    end },
+    { "encoding an array of arrays changed last to first (edits sorted)", function(n)
+        return "[" .. string.rep("[1,2],", n - 1) .. "[1,2]]"
+      end, 250, function(s, n)
+        local t = qjson.decode(s)
+        for i = n, 1, -1 do t[i][2] = 3 end
         assert(#qjson.encode(t) == #s)
     end },
     { "strings of escapes: parse and read", function(n)

@@ -174,6 +174,37 @@ describe("qjson.decode", function()
             assert.is_nil(t.b[3])
             assert.is_nil(t.c.y.z)
         end)
+        -- A change record keeps its own fields in slots 1..8 and an
+        -- object's values for string keys as its own keys
+        -- (lua/qjson/lazy.lua): keys that are not strings, small numbers
+        -- first, must stay apart from both.
+        it("keeps writes to keys that are not strings apart", function()
+            local text = '{"a":1,"b":{"c":2}}'
+            local t = qjson.decode(text)
+            local expected = cjson.decode(text)
+            for i = 1, 12 do
+                t[i] = "n" .. i
+                expected[i] = "n" .. i
+            end
+            t[0.5], expected[0.5] = "half", "half"
+            t.b[3], expected.b[3] = 3, 3
+            t[true] = "yes"
+            for i = 1, 12 do assert.equal("n" .. i, t[i]) end
+            assert.equal("half", t[0.5])
+            assert.equal("yes", t[true])
+            assert.equal(1, t.a)
+            assert.equal(3, t.b[3])
+            assert.equal(16, qjson.len(t))
+            -- (cjson refuses a boolean key too.)
+            assert.has_error(function() qjson.encode(t) end,
+                             "Cannot serialise boolean: table key must be a number or string")
+            t[true] = nil
+            assert.same(cjson.decode(cjson.encode(expected)), cjson.decode(qjson.encode(t)))
+            assert.same(expected, qjson.materialize(t))
+            for i = 1, 12 do t[i] = nil end
+            t[0.5], t.b[3] = nil, nil
+            assert.equal(text, qjson.encode(t))
+        end)
         it("deleting a duplicated key removes every occurrence", function()
             local t = qjson.decode('{"model":"a","x":1,"model":"b"}')
             t.model = nil

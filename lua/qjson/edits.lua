@@ -39,7 +39,7 @@ local SRC, CHANGES, EDITS, ROOT_REC = lazy.SRC, lazy.CHANGES, lazy.EDITS, lazy.R
 local R_CODE, R_DEPTH, R_N, R_ADDED, R_SIMPLE = lazy.R_CODE, lazy.R_DEPTH, lazy.R_N, lazy.R_ADDED,
                                                 lazy.R_SIMPLE
 local FIELDS = lazy.FIELDS
-local is_record = lazy.is_record
+local is_record, object_value = lazy.is_record, lazy.object_value
 local cursor_of = lazy.cursor_of
 local ffi_string = ffi.string
 local ffi_cast = ffi.cast
@@ -83,8 +83,7 @@ local function object_edits(list, st, cursor, rec, R)
     local prev_end = tonumber(R.value.str - base) + 1
     for i = 0, n - 1 do
         local s = spans[i]
-        -- (A source key is a string: its value is the record's own.)
-        local v = rec[ffi_string(s.key, s.key_len)]
+        local v = object_value(rec, ffi_string(s.key, s.key_len))
         if v == nil then
             kept = true
         elseif s.live == 0 or v == DELETED then
@@ -148,9 +147,9 @@ local function record_edits(list, st, rec, R)
         -- loop, see edits_of).
         local depth = rec[R_DEPTH]
         local j = FIELDS + 1
-        push(list, rec[j], rec[j + 1], rec[rec[j + 2]], depth, false, false)
+        push(list, rec[j], rec[j + 1], object_value(rec, rec[j + 2]), depth, false, false)
         for k = j + 3, #rec, 3 do
-            push(list, rec[k], rec[k + 1], rec[rec[k + 2]], depth, false, false)
+            push(list, rec[k], rec[k + 1], object_value(rec, rec[k + 2]), depth, false, false)
         end
     elseif code >= 0 then
         object_edits(list, st, cursor_of(code), rec, R)

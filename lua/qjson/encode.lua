@@ -27,6 +27,7 @@ local proxy_info = lazy.proxy_info
 local DELETED = lazy.DELETED
 local FIELDS, R_N, R_N0 = lazy.FIELDS, lazy.R_N, lazy.R_N0
 local object_value = lazy.object_value
+local next_added, ADDED_START = lazy.next_added, lazy.ADDED_START
 local SRC = lazy.SRC
 local has_changes = lazy.has_changes
 local empty_array_mt = lazy.empty_array_mt
@@ -340,17 +341,13 @@ end
 -- The keys added to an object (change record rec), each after a comma
 -- when something comes before it (`kept`: a source member stays).
 local function put_added(rec, kept, depth)
-    -- (Their triples start with false: see lua/qjson/lazy.lua.)
-    for j = FIELDS + 1, #rec, 3 do
-        if not rec[j] then
-            local key = rec[j + 2]
-            local v = object_value(rec, key)
-            if v ~= DELETED then
-                if kept then buf:put(",") end
-                kept = true
-                put_key(key)
-                put_value(v, depth)
-            end
+    for _, key in next_added, rec, ADDED_START do
+        local v = object_value(rec, key)
+        if v ~= DELETED then
+            if kept then buf:put(",") end
+            kept = true
+            put_key(key)
+            put_value(v, depth)
         end
     end
 end

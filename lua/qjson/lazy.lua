@@ -338,6 +338,22 @@ local function set_object_value(rec, k, v)
     other[k] = v
 end
 
+-- The first key the source lacks written to object record rec after the
+-- triple at position j: its triple's position and the key, or nil. Keys
+-- in write order: `for j, key in next_added, rec, ADDED_START do`.
+local function next_added(rec, j)
+    for p = j + 3, #rec, 3 do
+        if not rec[p] then
+            return p, rec[p + 2]
+        end
+    end
+    return nil
+end
+_M.next_added = next_added
+-- (The position before the first triple.)
+local ADDED_START = FIELDS + 1 - 3
+_M.ADDED_START = ADDED_START
+
 -- Whether any proxy of state st has a change record.
 function _M.has_changes(st)
     return (st[ROOT_REC] or st[CHANGES]) and true or false
@@ -456,28 +472,24 @@ local function record(st, proxy, code, level)
     local cursor = cursor_of(code)
     local R = enter()
     local depth = depth_of(ptr, code, R)
-    local simple, n = false, false
-    if code >= 0 then
-        -- No repeated key when every member is a distinct key.
-        C.qjson_len(ptr, cursor, nil, 0, R)
-        local v = R.value
-        simple = tonumber(v.i64) == tonumber(v.len)
-    else
-        C.qjson_len(ptr, cursor, nil, 0, R)
-        n = tonumber(R.value.len)
-    end
+    C.qjson_len(ptr, cursor, nil, 0, R)
+    local v = R.value
+    -- An object: no repeated key when every member is a distinct key. An
+    -- array: its element count.
+    local simple = code >= 0 and tonumber(v.i64) == tonumber(v.len)
+    local n = code < 0 and tonumber(v.len)
     leave(R)
     -- Room for the slots and a first write: a triple, or three elements
     -- (an array part of up to 16 slots is allocated with the table); an
     -- object's hash part for its first key.
     rec = new_tab(FIELDS + 3, code >= 0 and 1 or 0)
-    rec[R_CODE], rec[R_DEPTH], rec[R_PROXY], rec[R_N] = code, depth, false, n
+    local root = is_root(code)
+    rec[R_CODE], rec[R_DEPTH], rec[R_PROXY], rec[R_N] = code, depth, not root and proxy, n
     rec[R_N0], rec[R_ADDED], rec[R_SIMPLE], rec[R_OTHER] = n, 0, simple, false
-    if is_root(code) then
+    if root then
         st[ROOT_REC] = rec
         return rec
     end
-    rec[R_PROXY] = proxy
     local changes = st[CHANGES]
     if not changes then
         st[CHANGES] = rec
@@ -604,8 +616,9 @@ local function object_iter(st, proxy, code, R)
     local r = R or enter()
     local entries = source_members(ffi_cast(DOC_PTR, address), cursor_of(code), r)
     if not R then leave(r) end
-    -- (added_at: where the search for added keys goes on in the record.)
-    local i, added_at = 0, 0
+    -- (added_at: the last added key's triple in the record, nil after
+    -- the last.)
+    local i, added_at = 0, ADDED_START
     return function()
         local rec = record_of(st, proxy, code)
         while i < #entries do
@@ -617,17 +630,13 @@ local function object_iter(st, proxy, code, R)
             if not R then leave(r) end
             if v ~= DELETED then return key, v end
         end
-        -- Then the added keys, from the record's triples.
-        if rec and rec[R_ADDED] > 0 then
-            if added_at == 0 then added_at = FIELDS + 1 end
-            while added_at < #rec do
-                local j = added_at
-                added_at = j + 3
-                if not rec[j] then
-                    local key = rec[j + 2]
-                    local v = object_value(rec, key)
-                    if v ~= DELETED then return key, v end
-                end
+        -- Then the added keys, in write order.
+        while rec and added_at do
+            local key
+            added_at, key = next_added(rec, added_at)
+            if added_at then
+                local v = object_value(rec, key)
+                if v ~= DELETED then return key, v end
             end
         end
         return nil
