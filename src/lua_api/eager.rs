@@ -185,6 +185,10 @@ impl LuaSink<'_> {
 }
 
 impl Stack for LuaSink<'_> {
+    /// A key is made like any string: a cache of the key strings made
+    /// before (a Lua table's slot read and compared) cost more than
+    /// `lua_pushlstring` finding the string LuaJIT already holds
+    /// (docs/benchmarks.md, "Small documents in instructions").
     fn key(&mut self, key: &[u8]) -> Flow {
         self.push_string(key)
     }
