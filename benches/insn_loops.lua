@@ -6,8 +6,8 @@
 --   luajit benches/insn_loops.lua WORKLOAD N
 --
 -- runs WORKLOAD N times over the payloads of make bench (benches/
--- payloads.lua): the 64-byte tool call and one SSE chunk, and a 4.5 KB
--- chat request in Chinese. Two runs that
+-- payloads.lua): the 64-byte tool call and one SSE chunk, a 4.5 KB
+-- chat request in Chinese, and github-100k's list of issues. Two runs that
 -- differ only in N differ by N workloads' instructions (start-up, JIT
 -- compilation and warm-up cancel), which is how tools/lua_insns.sh
 -- reports instructions per workload. cjson is the first cjson on
@@ -24,6 +24,8 @@ local SSE = payloads.sse_events(3)[2]
 local CJK = payloads.chat_cjk(4096)
 local CJK_ESCAPED = payloads.ascii_escaped(CJK)
 local EAGER = { lazy = false }
+-- Made by the first workload that reads it.
+local GITHUB
 
 -- Each workload: one decode of library `lib` and what a handler does
 -- with it, as in benches/lua_bench.lua's rows of the same names; `k`
@@ -114,6 +116,28 @@ workloads = {
         local d, n = lib.parse(CJK_ESCAPED), 0
         for i = 0, d:len("messages") - 1 do
             n = n + #d:get_str("messages[" .. i .. "].content")
+        end
+        return n + k
+    end,
+    -- github-100k's reads (benches/lua_bench.lua's "read fields" row):
+    -- four keys of each of 54 issue objects of 23 keys, which "last wins"
+    -- searches walk whole. Each workload parses 100 KB: run it directly
+    -- with a small N (docs/benchmarks.md), not through tools/lua_insns.sh.
+    ["github-get"] = function(lib, k)
+        GITHUB = GITHUB or payloads.github(100e3)
+        if not lib.parse then
+            local t, n = lib.decode(GITHUB), 0
+            for i = 1, #t do
+                local issue = t[i]
+                n = n + #issue.title + #issue.user.login + #issue.labels + issue.number
+            end
+            return n + k
+        end
+        local d, n = lib.parse(GITHUB), 0
+        for i = 0, d:len() - 1 do
+            local issue = d:open("[" .. i .. "]")
+            n = n + #issue:get_str("title") + #issue:get_str("user.login")
+                + issue:len("labels") + issue:get_f64("number")
         end
         return n + k
     end,
