@@ -49,6 +49,14 @@ else
 fi
 
 echo
+echo "== stage 1 instructions a 64-byte block under callgrind, qjson's kernels beside simdjson's"
+if [ "${QUICK:-0}" = 1 ]; then
+    echo "(skipped under QUICK=1)"
+else
+    tools/stage1_insns.sh
+fi
+
+echo
 echo "== aarch64 NEON kernel under qemu: stage-1 instructions per byte, beside the scalar kernel's"
 if [ "${QUICK:-0}" = 1 ]; then
     echo "(skipped under QUICK=1)"

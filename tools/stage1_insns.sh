@@ -18,6 +18,10 @@ cd "$(dirname "$0")/.."
 
 command -v valgrind >/dev/null || { echo "stage1_insns: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
 data=${QJSON_DATA:-../shared/data}
+if [ ! -d "$data/corpus" ]; then
+    echo "(no corpus at $data/corpus: set QJSON_DATA to the folder that holds it)"
+    exit 0
+fi
 kernels=("$@")
 [ ${#kernels[@]} -eq 0 ] && kernels=(avx2 scalar)
 
