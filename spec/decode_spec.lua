@@ -265,6 +265,34 @@ describe("qjson.decode", function()
             -- megabytes here.
             assert.is_true(churn(20000) < warm + 1024)
         end)
+        -- One member of the root replaced is written straight from its
+        -- change record (lua/qjson/encode.lua, put_one_member): the same
+        -- text as through the document's edits, whatever the value.
+        it("splices one replaced member of the root like any other change", function()
+            local text = ' {"a": 1, "b" : [1, {"c": 2}], "d": "x"} '
+            local cases = {
+                { function(t) t.a = "s" end, ' {"a": "s", "b" : [1, {"c": 2}], "d": "x"} ' },
+                { function(t) t.d = { 1, 2 } end, ' {"a": 1, "b" : [1, {"c": 2}], "d": [1,2]} ' },
+                { function(t) t.a = t.b end,
+                  ' {"a": [1, {"c": 2}], "b" : [1, {"c": 2}], "d": "x"} ' },
+                { function(t) t.a = qjson.decode('{"o" : true}') end,
+                  ' {"a": {"o" : true}, "b" : [1, {"c": 2}], "d": "x"} ' },
+                { function(t) t.b = 5; t.b = qjson.null end,
+                  ' {"a": 1, "b" : null, "d": "x"} ' },
+            }
+            for i, case in ipairs(cases) do
+                local t = qjson.decode(text)
+                case[1](t)
+                assert.equal(case[2], qjson.encode(t), "case " .. i)
+                -- A second change elsewhere takes the edits' way.
+                t.b2 = 0
+                assert.equal(case[2]:gsub("} $", ',"b2":0} '), qjson.encode(t), "case " .. i)
+            end
+            local t = qjson.decode(text)
+            t.a = t
+            assert.has_error(function() qjson.encode(t) end,
+                             "Cannot serialise, excessive nesting (1001)")
+        end)
         it("keeps the whitespace around the root of a changed document", function()
             local t = qjson.decode(' \n{"a":1}\n ')
             t.a = 2

@@ -461,6 +461,21 @@ describe("JIT compilation of the getters", function()
         assert.same({ ITERATIONS, "user", true }, { t.model, t.messages[1].role, t.x_gateway })
     end)
 
+    it("decode, replace one member of the root, encode (a gateway's rewrite)", function()
+        -- Written from the change record alone (put_one_member).
+        local bad, last = 0, nil
+        assert_no_nyi(function()
+            for i = 1, ITERATIONS do
+                local t = qjson.decode(CHAT)
+                t.model = "m" .. i
+                last = qjson.encode(t)
+                if #last ~= #CHAT - #'"gpt-4o"' + #tostring(i) + 3 then bad = bad + 1 end
+            end
+        end)
+        assert.equal(0, bad)
+        assert.equal("m" .. ITERATIONS, qjson.decode(last).model)
+    end)
+
     it("encode of plain tables: the glue around the native encoder", function()
         -- The call into the lua_CFunction is stitched around, not an NYI;
         -- what leads to it (options, metatable check, counter) compiles.
