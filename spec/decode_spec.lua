@@ -230,6 +230,52 @@ describe("qjson.decode", function()
             t.b[1] = { 1, 2 }
             assert.equal('{"a":{"o": "from another document"},"b":[[1,2]]}', qjson.encode(t))
         end)
+        -- A document whose only change replaced one member is written
+        -- straight from its change record (lua/qjson/encode.lua,
+        -- put_one_member): the same text as through the document's edits.
+        it("splice one replaced member as they splice any change", function()
+            local text = ' {"a": 1, "b" : [1, {"c": 2}], "d": "x"} '
+            local cases = {
+                { function(t) t.a = "s" end, ' {"a": "s", "b" : [1, {"c": 2}], "d": "x"} ' },
+                { function(t) t.d = { 1, 2 } end, ' {"a": 1, "b" : [1, {"c": 2}], "d": [1,2]} ' },
+                { function(t) t.a = t.b end,
+                  ' {"a": [1, {"c": 2}], "b" : [1, {"c": 2}], "d": "x"} ' },
+                { function(t) t.a = qjson.decode('{"o" : true}') end,
+                  ' {"a": {"o" : true}, "b" : [1, {"c": 2}], "d": "x"} ' },
+                { function(t) t.b = 5; t.b = qjson.null end,
+                  ' {"a": 1, "b" : null, "d": "x"} ' },
+                -- One member of an object inside: its record alone.
+                { function(t) t.b[2].c = { k = {} } end,
+                  ' {"a": 1, "b" : [1, {"c": {"k":{}}}], "d": "x"} ' },
+                { function(t) t.b[2].c = qjson.decode('[ true ]') end,
+                  ' {"a": 1, "b" : [1, {"c": [ true ]}], "d": "x"} ' },
+            }
+            for i, case in ipairs(cases) do
+                local t = qjson.decode(text)
+                case[1](t)
+                assert.equal(case[2], qjson.encode(t), "case " .. i)
+                -- A second change elsewhere takes the edits' way.
+                t.b2 = 0
+                assert.equal(case[2]:gsub("} $", ',"b2":0} '), qjson.encode(t), "case " .. i)
+            end
+            local t = qjson.decode(text)
+            t.a = t
+            assert.has_error(function() qjson.encode(t) end,
+                             "Cannot serialise, excessive nesting (1001)")
+            -- The depth limit counts a nested member's value at its depth,
+            -- with or without another change beside it.
+            qjson.encode_max_depth(3)
+            finally(function() qjson.encode_max_depth(1000) end)
+            local results = {}
+            for _, second in ipairs({ false, true }) do
+                local d = qjson.decode(text)
+                d.b[2].c = { 1 }
+                if second then d.b2 = 0 end
+                results[#results + 1] = { pcall(qjson.encode, d) }
+            end
+            assert.same({ false, "Cannot serialise, excessive nesting (4)" }, results[1])
+            assert.same(results[1], results[2])
+        end)
     end)
 
     describe("encode passthrough", function()
@@ -264,34 +310,6 @@ describe("qjson.decode", function()
             -- Each decode makes 8 proxies: a leak of any of them would add
             -- megabytes here.
             assert.is_true(churn(20000) < warm + 1024)
-        end)
-        -- One member of the root replaced is written straight from its
-        -- change record (lua/qjson/encode.lua, put_one_member): the same
-        -- text as through the document's edits, whatever the value.
-        it("splices one replaced member of the root like any other change", function()
-            local text = ' {"a": 1, "b" : [1, {"c": 2}], "d": "x"} '
-            local cases = {
-                { function(t) t.a = "s" end, ' {"a": "s", "b" : [1, {"c": 2}], "d": "x"} ' },
-                { function(t) t.d = { 1, 2 } end, ' {"a": 1, "b" : [1, {"c": 2}], "d": [1,2]} ' },
-                { function(t) t.a = t.b end,
-                  ' {"a": [1, {"c": 2}], "b" : [1, {"c": 2}], "d": "x"} ' },
-                { function(t) t.a = qjson.decode('{"o" : true}') end,
-                  ' {"a": {"o" : true}, "b" : [1, {"c": 2}], "d": "x"} ' },
-                { function(t) t.b = 5; t.b = qjson.null end,
-                  ' {"a": 1, "b" : null, "d": "x"} ' },
-            }
-            for i, case in ipairs(cases) do
-                local t = qjson.decode(text)
-                case[1](t)
-                assert.equal(case[2], qjson.encode(t), "case " .. i)
-                -- A second change elsewhere takes the edits' way.
-                t.b2 = 0
-                assert.equal(case[2]:gsub("} $", ',"b2":0} '), qjson.encode(t), "case " .. i)
-            end
-            local t = qjson.decode(text)
-            t.a = t
-            assert.has_error(function() qjson.encode(t) end,
-                             "Cannot serialise, excessive nesting (1001)")
         end)
         it("keeps the whitespace around the root of a changed document", function()
             local t = qjson.decode(' \n{"a":1}\n ')
