@@ -454,10 +454,19 @@ end
 -- encode_max_depth alone (cjson's by its C stack, near 8 000 levels).
 -- SEGMENT levels of the deepest-framed path (splicing changed proxies)
 -- take well under half a stack.
+-- Where coroutines are disabled (nginx's log_by_lua*, which raises "API
+-- disabled in the context of log_by_lua*"), it goes on in the stack it
+-- is in, and a nesting deeper than that stack holds raises cjson's
+-- "excessive nesting" error (see encode_with).
 local SEGMENT = 500
 
 local function put_container_on_new_stack(v, depth)
-    local ok, err = co_resume(co_create(put_container), v, depth)
+    local made, co = pcall(co_create, put_container)
+    if not made then
+        put_container(v, depth)
+        return
+    end
+    local ok, err = co_resume(co, v, depth)
     if not ok then
         error(err, 0)
     end
