@@ -363,16 +363,23 @@ local function put_appended(rec, depth)
     end
 end
 
+-- Counts a container entered at depth d to write an edit in it, as if
+-- every container above it had been entered (so the limit and its
+-- message are cjson's; see put_source).
+local function enter_edit(d)
+    if d > config.max_depth then
+        nesting_error(config.max_depth + 1)
+    end
+    if d > deepest then deepest = d end
+end
+
 -- Writes the edit at position e of `list` (see lua/qjson/edits.lua),
 -- whose source range starts after `at`, in a range entered at `depth`
 -- from nesting depth `from_depth`; returns where the source goes on.
 local function put_edit(base, list, e, at, depth, from_depth)
     copy(base, at, list[e])
     local d = depth + list[e + 3] - from_depth
-    if d > config.max_depth then
-        nesting_error(config.max_depth + 1)
-    end
-    if d > deepest then deepest = d end
+    enter_edit(d)
     local v = list[e + 2]
     if v ~= DELETED then
         flush()
@@ -535,10 +542,7 @@ local function put_one_member(st, src, rec)
     live_ptr(st)
     -- The value's depth, counted as put_edit counts it.
     local d = 1 + rec[R_DEPTH]
-    if d > config.max_depth then
-        nesting_error(config.max_depth + 1)
-    end
-    if d > deepest then deepest = d end
+    enter_edit(d)
     local base = ffi_cast(char_ptr, src)
     copy(base, 0, rec[FIELDS + 1])
     flush()
