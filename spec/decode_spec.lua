@@ -230,10 +230,10 @@ describe("qjson.decode", function()
             t.b[1] = { 1, 2 }
             assert.equal('{"a":{"o": "from another document"},"b":[[1,2]]}', qjson.encode(t))
         end)
-        -- A document whose only change replaced one member is written
-        -- straight from its change record (lua/qjson/encode.lua,
-        -- put_one_member): the same text as through the document's edits.
-        it("splice one replaced member as they splice any change", function()
+        -- A document whose only change is one key of one object is
+        -- written straight from its change record (lua/qjson/encode.lua,
+        -- put_one_key): the same text as through the document's edits.
+        it("splice one replaced or added key as they splice any change", function()
             local text = ' {"a": 1, "b" : [1, {"c": 2}], "d": "x"} '
             local cases = {
                 { function(t) t.a = "s" end, ' {"a": "s", "b" : [1, {"c": 2}], "d": "x"} ' },
@@ -249,6 +249,11 @@ describe("qjson.decode", function()
                   ' {"a": 1, "b" : [1, {"c": {"k":{}}}], "d": "x"} ' },
                 { function(t) t.b[2].c = qjson.decode('[ true ]') end,
                   ' {"a": 1, "b" : [1, {"c": [ true ]}], "d": "x"} ' },
+                -- One key added, to the root or inside, then rewritten.
+                { function(t) t.k = { 1 } end,
+                  ' {"a": 1, "b" : [1, {"c": 2}], "d": "x","k":[1]} ' },
+                { function(t) t.b[2].k = "v"; t.b[2].k = "w" end,
+                  ' {"a": 1, "b" : [1, {"c": 2,"k":"w"}], "d": "x"} ' },
             }
             for i, case in ipairs(cases) do
                 local t = qjson.decode(text)
@@ -257,6 +262,23 @@ describe("qjson.decode", function()
                 -- A second change elsewhere takes the edits' way.
                 t.b2 = 0
                 assert.equal(case[2]:gsub("} $", ',"b2":0} '), qjson.encode(t), "case " .. i)
+            end
+            -- Added keys go after the last member, before the whitespace
+            -- that closes the object, or right after an empty one's '{'.
+            local added = {
+                { '{"a": 1 \n\t}', '{"a": 1,"k":2 \n\t}' },
+                { ' { \r\n } ', ' {"k":2 \r\n } ' },
+                { '{"o": { } ,"p":[]}', '{"o": {"k":2 } ,"p":[]}', "o" },
+                { '{"o": {"x":{}}}', '{"o": {"x":{},"k":2}}', "o" },
+                { '{"a":1,"a":2}', '{"a":1,"a":2,"k":2}' },
+            }
+            for i, case in ipairs(added) do
+                local t = qjson.decode(case[1])
+                local o = case[3] and t[case[3]] or t
+                o.k = 2
+                assert.equal(case[2], qjson.encode(t), "added " .. i)
+                o.k = nil
+                assert.equal(case[1], qjson.encode(t), "added and deleted " .. i)
             end
             local t = qjson.decode(text)
             t.a = t
@@ -272,9 +294,14 @@ describe("qjson.decode", function()
                 d.b[2].c = { 1 }
                 if second then d.b2 = 0 end
                 results[#results + 1] = { pcall(qjson.encode, d) }
+                d = qjson.decode(text)
+                d.b[2].k = { 1 }
+                if second then d.b2 = 0 end
+                results[#results + 1] = { pcall(qjson.encode, d) }
             end
-            assert.same({ false, "Cannot serialise, excessive nesting (4)" }, results[1])
-            assert.same(results[1], results[2])
+            for i = 1, 4 do
+                assert.same({ false, "Cannot serialise, excessive nesting (4)" }, results[i])
+            end
         end)
     end)
 

@@ -462,7 +462,7 @@ describe("JIT compilation of the getters", function()
     end)
 
     it("decode, replace one member of the root, encode (a gateway's rewrite)", function()
-        -- Written from the change record alone (put_one_member).
+        -- Written from the change record alone (put_one_key).
         local bad, last = 0, nil
         assert_no_nyi(function()
             for i = 1, ITERATIONS do
@@ -474,6 +474,21 @@ describe("JIT compilation of the getters", function()
         end)
         assert.equal(0, bad)
         assert.equal("m" .. ITERATIONS, qjson.decode(last).model)
+    end)
+
+    it("decode, add one key to the root, encode (a gateway's tag)", function()
+        -- Written from the change record alone (put_one_key).
+        local bad, last = 0, nil
+        assert_no_nyi(function()
+            for i = 1, ITERATIONS do
+                local t = qjson.decode(CHAT)
+                t.x_gateway = i
+                last = qjson.encode(t)
+                if #last ~= #CHAT + #',"x_gateway":' + #tostring(i) then bad = bad + 1 end
+            end
+        end)
+        assert.equal(0, bad)
+        assert.equal(ITERATIONS, qjson.decode(last).x_gateway)
     end)
 
     it("encode of plain tables: the glue around the native encoder", function()
