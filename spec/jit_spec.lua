@@ -461,34 +461,29 @@ describe("JIT compilation of the getters", function()
         assert.same({ ITERATIONS, "user", true }, { t.model, t.messages[1].role, t.x_gateway })
     end)
 
-    it("decode, replace one member of the root, encode (a gateway's rewrite)", function()
-        -- Written from the change record alone (put_one_key).
-        local bad, last = 0, nil
-        assert_no_nyi(function()
-            for i = 1, ITERATIONS do
-                local t = qjson.decode(CHAT)
-                t.model = "m" .. i
-                last = qjson.encode(t)
-                if #last ~= #CHAT - #'"gpt-4o"' + #tostring(i) + 3 then bad = bad + 1 end
-            end
-        end)
-        assert.equal(0, bad)
-        assert.equal("m" .. ITERATIONS, qjson.decode(last).model)
-    end)
-
-    it("decode, add one key to the root, encode (a gateway's tag)", function()
-        -- Written from the change record alone (put_one_key).
-        local bad, last = 0, nil
-        assert_no_nyi(function()
-            for i = 1, ITERATIONS do
-                local t = qjson.decode(CHAT)
-                t.x_gateway = i
-                last = qjson.encode(t)
-                if #last ~= #CHAT + #',"x_gateway":' + #tostring(i) then bad = bad + 1 end
-            end
-        end)
-        assert.equal(0, bad)
-        assert.equal(ITERATIONS, qjson.decode(last).x_gateway)
+    it("decode, replace or add one key of the root, encode (put_one_key)", function()
+        -- A gateway's rewrite of `model` and its tag, each written from
+        -- the change record alone. Each loop changes one key with
+        -- `change` and checks the output's length.
+        local function rewrites(change, length)
+            local bad, last = 0, nil
+            assert_no_nyi(function()
+                for i = 1, ITERATIONS do
+                    local t = qjson.decode(CHAT)
+                    change(t, i)
+                    last = qjson.encode(t)
+                    if #last ~= length(i) then bad = bad + 1 end
+                end
+            end)
+            assert.equal(0, bad)
+            return qjson.decode(last)
+        end
+        local replaced = rewrites(function(t, i) t.model = "m" .. i end,
+                                  function(i) return #CHAT - #'"gpt-4o"' + #tostring(i) + 3 end)
+        assert.equal("m" .. ITERATIONS, replaced.model)
+        local added = rewrites(function(t, i) t.x_gateway = i end,
+                               function(i) return #CHAT + #',"x_gateway":' + #tostring(i) end)
+        assert.equal(ITERATIONS, added.x_gateway)
     end)
 
     it("encode of plain tables: the glue around the native encoder", function()

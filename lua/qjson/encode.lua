@@ -31,7 +31,7 @@ local next_added, ADDED_START = lazy.next_added, lazy.ADDED_START
 local SRC, ROOT_REC, CHANGES = lazy.SRC, lazy.ROOT_REC, lazy.CHANGES
 local R_SIMPLE, R_DEPTH, R_ADDED, R_CODE = lazy.R_SIMPLE, lazy.R_DEPTH, lazy.R_ADDED,
                                           lazy.R_CODE
-local is_record = lazy.is_record
+local is_record, last_byte, OPEN_OBJECT = lazy.is_record, lazy.last_byte, lazy.OPEN_OBJECT
 local has_changes = lazy.has_changes
 local empty_array_mt = lazy.empty_array_mt
 local live_ptr = lazy.live_ptr
@@ -64,7 +64,6 @@ local str_find = string.find
 local str_gsub = string.gsub
 local str_format = string.format
 local str_char = string.char
-local str_byte = string.byte
 
 local huge = math.huge
 local char_ptr = ffi.typeof("const char *")
@@ -530,11 +529,6 @@ local function one_key_record(st)
     return nil
 end
 
--- JSON's whitespace, by byte.
-local SPACE, TAB, LF, CR = 32, 9, 10, 13
--- The byte that opens an object.
-local OPEN_OBJECT = 123
-
 -- Writes the document of state st, whose text is src and whose only
 -- change is that of record rec (see one_key_record), straight from the
 -- record, as put_source would with the one edit but without making the
@@ -565,16 +559,11 @@ local function put_one_key(st, src, rec)
         flush()
         return
     end
-    -- After the last byte before the closing '}' that is not whitespace:
-    -- the end of the last member's value, or the '{' of an empty object.
+    -- After the last member's value, or the '{' of an empty object: the
+    -- last byte before the closing '}' (at offset to - 1, position to)
+    -- that is not whitespace, whose position is the offset after it.
     local _, to = source_span(st, ptr, cursor_of(rec[R_CODE]), reader)
-    local last = to - 1
-    local b
-    repeat
-        b = str_byte(src, last)
-        last = last - 1
-    until b ~= SPACE and b ~= TAB and b ~= LF and b ~= CR
-    local at = last + 1
+    local b, at = last_byte(src, to - 1)
     copy(base, 0, at)
     flush()
     put_added(rec, b ~= OPEN_OBJECT, d)

@@ -186,6 +186,21 @@ local function first_byte(src)
     return b
 end
 
+-- The last byte of the text src at or before position i that is not
+-- whitespace, and its position: where the last value of a container
+-- ends when i is just before its closing byte (an empty one's opening
+-- byte, OPEN_OBJECT or OPEN_ARRAY, when it has none).
+local function last_byte(src, i)
+    local b = str_byte(src, i)
+    while b == SPACE or b == TAB or b == LF or b == CR do
+        i = i - 1
+        b = str_byte(src, i)
+    end
+    return b, i
+end
+_M.last_byte = last_byte
+_M.OPEN_OBJECT = OPEN_OBJECT
+
 -- The root proxy's code for the text src: 0 for an object, -1 for an
 -- array (kept nowhere: a field of its own made each state larger, see the
 -- top of the file).
