@@ -23,6 +23,11 @@ local empty_array_mt = lazy.empty_array_mt
 local ffi_string = ffi.string
 local ffi_cast = ffi.cast
 local CHAR_PTR = ffi.typeof("const char *")
+local DOC_PTR = ffi.typeof("qjson_doc *")
+local small_block = ffi.typeof("qjson_small")
+local OK = C.QJSON_OK
+local SMALL_MAX_BYTES = C.QJSON_SMALL_MAX_BYTES
+local SMALL_TAG = C.QJSON_SMALL_TAG
 local new_doc = doc.new
 local error = error
 local pcall = pcall
@@ -129,11 +134,24 @@ end
 -- exactly "qjson: ..." (as cjson's are), misuse points at the caller.
 local DATA, MISUSE = 0, 2
 
+-- A small text's document (see "Small documents" in
+-- docs/architecture.md): its handle, the native bytes it allocated (none)
+-- and the block that names it, which the caller keeps alive as long as it
+-- uses the handle; or nil, the message and its level.
+local function parse_small(at, len, o, R)
+    local block = small_block()
+    if C.qjson_parse_small(at, len, o, block, R) ~= OK then
+        return nil, "qjson: " .. ffi_string(R.error.message), DATA
+    end
+    return ffi_cast(DOC_PTR, ffi_cast(CHAR_PTR, block) + SMALL_TAG), 0, block
+end
+
 -- Parses `text` for `fname` in reader R's section (see
--- lua/qjson/ffi.lua); returns the native handle (the caller owns it) and
--- the bytes of native memory it allocated anew, or nil, the message and
--- its level.
-local function parse_native(text, opts, fname, R, from, len)
+-- lua/qjson/ffi.lua); returns the native handle (the caller owns it), the
+-- bytes of native memory it allocated anew and, for a small text when
+-- `small` is set, the block that holds it (see `parse_small`); or nil,
+-- the message and its level.
+local function parse_native(text, opts, fname, R, small, from, len)
     if type(text) ~= "string" then
         return nil, "bad argument #1 to '" .. fname .. "' (string expected, got "
                     .. type(text) .. ")", MISUSE
@@ -142,12 +160,16 @@ local function parse_native(text, opts, fname, R, from, len)
     if not o then
         return nil, err, MISUSE
     end
-    local ptr
+    local at = text
     if from then
-        ptr = C.qjson_parse(ffi_cast(CHAR_PTR, text) + from, len, o, R)
+        at = ffi_cast(CHAR_PTR, text) + from
     else
-        ptr = C.qjson_parse(text, #text, o, R)
+        len = #text
     end
+    if small and len <= SMALL_MAX_BYTES then
+        return parse_small(at, len, o, R)
+    end
+    local ptr = C.qjson_parse(at, len, o, R)
     if ptr == nil then
         return nil, "qjson: " .. ffi_string(R.error.message), DATA
     end
@@ -160,12 +182,12 @@ end
 -- returns the document, or nil, the message and its level.
 local function parse(text, opts, safe, fname, from, len)
     local R = enter()
-    local ptr, detail, level = parse_native(text, opts, fname or "parse", R, from, len)
+    local ptr, detail, block = parse_native(text, opts, fname or "parse", R, true, from, len)
     leave(R)
     if not ptr then
-        return nil, detail, level
+        return nil, detail, block
     end
-    return new_doc(ptr, text, safe, detail)
+    return new_doc(ptr, text, safe, detail, block)
 end
 
 -- qjson.parse(text [, options]): a validated document. Raises on invalid
@@ -209,7 +231,7 @@ local function decode(text, opts)
         -- The document lives only while its tape is read: no Lua object,
         -- no finalizer, nothing for the collector to pace.
         local R = enter()
-        local ptr, err, level = parse_native(text, opts, "decode", R)
+        local ptr, err, level = parse_native(text, opts, "decode", R, false)
         if not ptr then
             leave(R)
             return nil, err, level
@@ -223,12 +245,12 @@ local function decode(text, opts)
         return v
     end
     local R = enter()
-    local ptr, detail, level = parse_native(text, opts, "decode", R)
+    local ptr, detail, block = parse_native(text, opts, "decode", R, true)
     leave(R)
     if not ptr then
-        return nil, detail, level
+        return nil, detail, block
     end
-    return lazy.root(ptr, text, detail)
+    return lazy.root(ptr, text, detail, block)
 end
 
 -- qjson.decode(text [, options]): like cjson.decode, but objects and

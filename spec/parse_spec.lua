@@ -350,11 +350,11 @@ describe("document lifetime", function()
         local held = require("qjson.doc").held
         local before = held()
         for i = 1, 5000 do
-            local d = qjson.parse('{"i":' .. i .. ',"pad":"' .. string.rep("p", 200) .. '"}')
+            local d = qjson.parse(helper.pooled('{"i":' .. i .. '}'))
             assert.equal(i, d:get_f64("i"))
         end
         collectgarbage()
-        local last = qjson.parse("[]") -- the first parse after a cycle sweeps
+        local last = qjson.parse(helper.pooled("[]")) -- the first parse after a cycle sweeps
         -- Earlier dead documents go too, so it can be fewer than before.
         assert.is_true(held() <= before + 1, ("held %d, before %d"):format(held(), before))
         last:free()
@@ -366,39 +366,83 @@ describe("document lifetime", function()
         local PTR = require("qjson.doc").PTR
         collectgarbage()
         collectgarbage()
-        qjson.parse("[]"):free() -- sweeps what died before
+        qjson.parse(helper.pooled("[]")):free() -- sweeps what died before
         local addresses = {}
         for i = 1, 3 do
-            addresses[i] = tostring(qjson.parse('{"n":' .. i .. '}')._doc[PTR])
+            addresses[i] = tostring(qjson.parse(helper.pooled('{"n":' .. i .. '}'))._doc[PTR])
         end
         collectgarbage()
         collectgarbage()
-        local sweeping = qjson.parse("[]") -- parsed, then sweeps
-        local next_doc = qjson.parse("[1]")
+        local sweeping = qjson.parse(helper.pooled("[]")) -- parsed, then sweeps
+        local next_doc = qjson.parse(helper.pooled("[1]"))
         assert.equal(addresses[1], tostring(next_doc._doc[PTR]))
         sweeping:free()
         next_doc:free()
     end)
 
     it("keeps documents that are reachable only through cursors or proxies", function()
-        local cursor = qjson.parse('{"a":{"b":"kept"}}'):open("a")
-        local nested = qjson.decode('{"x":{"y":["kept"]}}').x.y
-        for i = 1, 5000 do
-            qjson.parse('{"i":' .. i .. ',"pad":"' .. string.rep("p", 200) .. '"}')
+        for _, size in ipairs({ "small", "pooled" }) do
+            local text = size == "small" and function(s) return s end or helper.pooled
+            local cursor = qjson.parse(text('{"a":{"b":"kept"}}')):open("a")
+            local nested = qjson.decode(text('{"x":{"y":["kept"]}}')).x.y
+            for i = 1, 5000 do
+                qjson.parse(text('{"i":' .. i .. '}'))
+            end
+            collectgarbage()
+            qjson.parse(helper.pooled("[]")) -- the first parse after a cycle sweeps
+            assert.equal("kept", cursor:get_str("b"))
+            assert.equal("kept", nested[1])
+            assert.equal('["kept"]', qjson.encode(nested))
         end
-        collectgarbage()
-        qjson.parse("[]") -- the first parse after a cycle sweeps
-        assert.equal("kept", cursor:get_str("b"))
-        assert.equal("kept", nested[1])
-        assert.equal('["kept"]', qjson.encode(nested))
     end)
 
     it("free() gives the native document back at once", function()
         local held = require("qjson.doc").held
-        local doc = qjson.parse('{"a":1}')
+        local doc = qjson.parse(helper.pooled('{"a":1}'))
         local before = held()
         doc:free()
         assert.equal(before - 1, held())
+    end)
+
+    it("holds no native memory for a small document", function()
+        -- Its index is in memory the thread keeps; what names it is a
+        -- block in the Lua heap (see "Small documents" in
+        -- docs/architecture.md).
+        local held = require("qjson.doc").held
+        local before = held()
+        local doc = qjson.parse(string.rep(" ", 4089) .. '{"a":1}') -- 4096 bytes
+        local proxy = qjson.decode('{"a":[1]}')
+        assert.equal(before, held())
+        assert.equal(0, doc:memory())
+        assert.equal(1, doc:get_f64("a"))
+        assert.equal(1, proxy.a[1])
+        doc:free()
+        assert.has_error(function() doc:get_f64("a") end, "qjson: document used after free()")
+        assert.equal(1, proxy.a[1])
+    end)
+
+    it("reads small documents alike whichever of them was parsed or read last", function()
+        -- More documents than a thread keeps parsed (8): reads that go
+        -- from one to another parse the text again, into the place of
+        -- the one used longest ago, and find the same values.
+        local docs, proxies = {}, {}
+        for i = 1, 20 do
+            local text = '{"i":' .. i .. ',"a":[' .. string.rep("0,", i) .. i .. '],"s":"x\\ty"}'
+            docs[i] = qjson.parse(text, i % 2 == 0 and { duplicate_keys = "error" } or nil)
+            proxies[i] = qjson.decode(text)
+        end
+        for round = 1, 3 do
+            for k = 1, 20 do
+                local i = round == 2 and 21 - k or (k * 7) % 20 + 1
+                assert.equal(i, docs[i]:get_f64("i"))
+                assert.equal(i, docs[i]:get_f64("a[" .. i .. "]"))
+                assert.equal(i + 1, docs[i]:len("a"))
+                assert.equal("x\ty", docs[i]:get_str("s"))
+                assert.equal(i, proxies[i].a[i + 1])
+                assert.equal(i, proxies[i].i)
+                assert.equal(3, qjson.len(proxies[i].a) - i + 2)
+            end
+        end
     end)
 
     it("free() makes later calls raise instead of touching freed memory", function()

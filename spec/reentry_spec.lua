@@ -20,10 +20,12 @@ local MEMCHECK = os.getenv("QJSON_MEMCHECK") ~= nil
 local ROUNDS = MEMCHECK and 100 or 1000
 
 -- A document whose string needs decoding (so the result lives in a
--- reader's memory, not in the text) and, outside valgrind, is long enough
--- to be given its own mapping by malloc, so that reading it after it was
--- freed would crash.
-local BIG_LEN = MEMCHECK and 3000 or 150000
+-- reader's memory, not in the text), too long to be a small document
+-- (native memory of its own: see "Small documents" in
+-- docs/architecture.md) and, outside valgrind, long enough to be given
+-- its own mapping by malloc, so that reading it after it was freed would
+-- crash.
+local BIG_LEN = MEMCHECK and 5000 or 150000
 local BIG = '{"x":"' .. string.rep("o", BIG_LEN) .. '\\n"}'
 local SMALL = '{"list":[1,2,3],"k":{"a":"\\u00e9","b":[{"c":"\\t"}]}}'
 local MAIN = '{"a":"main value \\u00e9","n":42,"list":[{"b":"first\\t"},{"b":"second\\t"}],'
@@ -45,6 +47,11 @@ local function reenter()
     assert(qjson.decode(SMALL, { lazy = false }).list[2] == 2)
     if shared then
         assert(shared:get_str("list[1].b") == "second\t")
+    end
+    -- More small documents than a thread keeps parsed: the interrupted
+    -- call's own small document is parsed again when it goes on.
+    for i = 1, 9 do
+        assert(qjson.decode("[" .. i .. "]")[1] == i)
     end
 end
 

@@ -453,6 +453,8 @@ fn with_scratch<R>(f: impl FnOnce(&mut validate::Scratch) -> R) -> R {
 /// The most memory the shared validation scratch keeps between loads.
 const SCRATCH_KEEP_BYTES: usize = 1 << 20;
 
+pub mod small;
+
 /// Freed documents kept for reuse by the FFI.
 pub mod pool {
     use super::Document;

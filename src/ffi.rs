@@ -11,7 +11,7 @@ use core::panic::AssertUnwindSafe;
 use core::ptr;
 use std::panic::catch_unwind;
 
-use crate::document::{Document, pool};
+use crate::document::{Document, pool, small};
 use crate::error::{Error, ErrorCode};
 use crate::escape;
 use crate::lua_api;
@@ -276,10 +276,76 @@ pub unsafe extern "C" fn qjson_parse(
     options: *const qjson_options,
     reader: *mut qjson_reader,
 ) -> *mut qjson_doc {
+    let mut handle = ptr::null_mut();
+    // SAFETY: the caller's guarantees are parse_with's.
+    unsafe {
+        parse_with(json, len, options, reader, |input, opts| {
+            let mut doc = pool::take();
+            match doc.load(input, opts) {
+                Ok(()) => {
+                    let grown = doc.grown_bytes();
+                    handle = Box::into_raw(doc);
+                    Ok(grown)
+                }
+                Err(e) => {
+                    pool::give_back(doc);
+                    Err(e)
+                }
+            }
+        })
+    };
+    handle
+}
+
+/// Parses and validates `json[0..len)` (at most `QJSON_SMALL_MAX_BYTES`)
+/// into memory this thread keeps, and fills `block` (allocated by the
+/// caller) to name the document: `block` plus `QJSON_SMALL_TAG` is its
+/// handle for reads. Failures as `qjson_parse`'s, in `reader.error`. See
+/// `document::small`.
+///
+/// # Safety
+/// As `qjson_parse`, with the text alive and unchanged as long as the
+/// handle is used; `block` is valid for writes of a `qjson_small` and
+/// stays where it is as long.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_parse_small(
+    json: *const c_char,
+    len: usize,
+    options: *const qjson_options,
+    block: *mut small::Block,
+    reader: *mut qjson_reader,
+) -> c_int {
+    let load = |input: &'static [u8], opts: &Options| {
+        // SAFETY: the caller guarantees block is NULL or valid for writes.
+        let Some(block) = (unsafe { block.as_mut() }) else {
+            return Err(Error::new(ErrorCode::BadArgument, 0));
+        };
+        // SAFETY: one call of the module's; the text and the block stay
+        // as long as the handle is used.
+        unsafe { small::parse(input, opts, block) }?;
+        Ok(0)
+    };
+    // SAFETY: the caller's guarantees are parse_with's.
+    unsafe { parse_with(json, len, options, reader, load) }
+}
+
+/// The shared part of the parses: checks the arguments, runs `load` on the
+/// text and options, and reports its outcome in `reader` (`count`, or
+/// `error`).
+///
+/// # Safety
+/// `json` is valid for reads of `len` bytes and outlives what `load` makes
+/// of it; `options` is NULL or valid; `reader` is NULL or a live reader.
+unsafe fn parse_with(
+    json: *const c_char,
+    len: usize,
+    options: *const qjson_options,
+    reader: *mut qjson_reader,
+    load: impl FnOnce(&'static [u8], &Options) -> Result<usize, Error>,
+) -> c_int {
     // SAFETY: the caller guarantees reader is NULL or live.
     let error = unsafe { reader.as_mut() }.map_or(ptr::null_mut(), |r| &raw mut r.error);
-    let mut handle = ptr::null_mut();
-    let mut grown = 0;
+    let mut count = 0;
     let status = guarded(|| {
         // SAFETY: the caller guarantees json[0..len) is readable and
         // outlives the document (the 'static here is that promise).
@@ -292,15 +358,12 @@ pub unsafe extern "C" fn qjson_parse(
             Some(Some(opts)) => opts,
             Some(None) => return bad_argument(error),
         };
-        let mut doc = pool::take();
-        match doc.load(input, &opts) {
-            Ok(()) => {
-                grown = doc.grown_bytes();
-                handle = Box::into_raw(doc);
+        match load(input, &opts) {
+            Ok(n) => {
+                count = n;
                 OK
             }
             Err(e) => {
-                pool::give_back(doc);
                 // SAFETY: error is NULL or points into the live reader.
                 unsafe { report(error, e, input) };
                 e.code as c_int
@@ -313,9 +376,9 @@ pub unsafe extern "C" fn qjson_parse(
     }
     // SAFETY: as above.
     if let Some(r) = unsafe { reader.as_mut() } {
-        r.count = grown;
+        r.count = count;
     }
-    handle
+    status
 }
 
 fn bad_argument(error: *mut qjson_error) -> c_int {
@@ -349,6 +412,10 @@ fn convert_options(o: &qjson_options) -> Option<Options> {
 /// `doc` is NULL or a live document from `qjson_parse`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qjson_memory(doc: *const qjson_doc) -> usize {
+    if is_small(doc) {
+        // Its memory is the caller's block.
+        return 0;
+    }
     // SAFETY: the caller guarantees doc is NULL or a live document.
     unsafe { doc.as_ref() }.map_or(0, |d| size_of::<Document>() + d.retained_bytes())
 }
@@ -360,13 +427,23 @@ pub extern "C" fn qjson_pool_cycle() {
     let _ = catch_unwind(pool::cycle_ended);
 }
 
+/// Added to a block's address (see `qjson_parse_small`), it makes the handle of
+/// a small document: documents are 8-byte aligned, so a handle with this
+/// bit set is never one.
+const SMALL_TAG: usize = 1;
+
+/// Whether `doc` is the handle of a small document's block.
+fn is_small(doc: *const qjson_doc) -> bool {
+    doc.addr() & SMALL_TAG != 0
+}
+
 /// Releases a document.
 ///
 /// # Safety
 /// `doc` is NULL or a live document from `qjson_parse`, not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qjson_free(doc: *mut qjson_doc) {
-    if doc.is_null() {
+    if doc.is_null() || is_small(doc) {
         return;
     }
     // SAFETY: the caller hands back ownership of a Box made by qjson_parse.
@@ -387,9 +464,16 @@ unsafe fn with_reader(
     body: impl FnOnce(&mut qjson_doc, &mut qjson_reader, &mut Scratch) -> c_int,
 ) -> c_int {
     guarded(|| {
-        // SAFETY: the caller guarantees doc is NULL or a live, unaliased
-        // document.
-        let Some(doc) = (unsafe { doc.as_mut() }) else {
+        let doc = if is_small(doc) {
+            // SAFETY: the caller guarantees a block qjson_parse_small filled;
+            // the reference is dropped before this call returns.
+            unsafe { small::attach(doc.cast::<u8>().wrapping_sub(SMALL_TAG).cast()) }
+        } else {
+            // SAFETY: the caller guarantees doc is NULL or a live,
+            // unaliased document.
+            unsafe { doc.as_mut() }
+        };
+        let Some(doc) = doc else {
             return ErrorCode::BadArgument as c_int;
         };
         // SAFETY: the caller guarantees reader is NULL or live.
@@ -971,4 +1055,27 @@ pub unsafe extern "C" fn qjson_escape(
         OK
     });
     written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `include/qjson.h`, which LuaJIT's cdef is (a spec checks that).
+    const HEADER: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/include/qjson.h"));
+
+    #[test]
+    fn the_header_says_what_small_documents_are_here() {
+        assert!(HEADER.contains(&format!("QJSON_SMALL_MAX_BYTES = {},", small::MAX_BYTES)));
+        assert!(HEADER.contains(&format!("QJSON_SMALL_TAG = {SMALL_TAG}\n")));
+        let words = size_of::<small::Block>() / size_of::<u64>();
+        assert!(HEADER.contains(&format!(
+            "typedef struct qjson_small {{\n    uint64_t opaque[{words}];\n}} qjson_small;"
+        )));
+        assert_eq!(align_of::<small::Block>(), align_of::<u64>());
+        assert!(
+            SMALL_TAG < align_of::<Document>(),
+            "no document's handle has the tag"
+        );
+    }
 }

@@ -13,11 +13,12 @@
 
 use core::ffi::c_char;
 
+use qjson::document::small;
 use qjson::error::ErrorCode;
 use qjson::ffi::{
     qjson_doc, qjson_find, qjson_free, qjson_get, qjson_get_i64, qjson_get_index, qjson_get_key,
-    qjson_len, qjson_member, qjson_members, qjson_options, qjson_parse, qjson_raw, qjson_reader,
-    qjson_reader_free, qjson_reader_new, qjson_tape, qjson_value,
+    qjson_len, qjson_member, qjson_members, qjson_options, qjson_parse, qjson_parse_small,
+    qjson_raw, qjson_reader, qjson_reader_free, qjson_reader_new, qjson_tape, qjson_value,
 };
 use qjson::navigate::ValueType;
 use qjson::navigate::tape::Item;
@@ -122,6 +123,26 @@ pub struct Doc<'a> {
     ptr: *mut qjson_doc,
     text: &'a [u8],
     reader: Reader,
+    /// What names a small document (`qjson_parse_small`), which `ptr`
+    /// points just past; kept where it is while the document is used.
+    block: Option<Box<small::Block>>,
+    /// Path calls so far (see `evict`).
+    calls: u32,
+}
+
+/// Parses as many other small documents as a thread keeps, so that the
+/// next read of a small document parses its text again.
+fn evict() {
+    let reader = Reader::new();
+    for _ in 0..8 {
+        let mut block = small::Block::default();
+        // SAFETY: a 'static text, a local block and a live reader; the
+        // handle is never used.
+        let rc = unsafe {
+            qjson_parse_small(c"[0]".as_ptr(), 3, core::ptr::null(), &mut block, reader.0)
+        };
+        assert_eq!(rc, 0);
+    }
 }
 
 impl Drop for Doc<'_> {
@@ -157,11 +178,44 @@ impl<'a> Doc<'a> {
             duplicate_keys,
         };
         let reader = Reader::new();
-        // SAFETY: text outlives the Doc (its lifetime), opts is a live
-        // local and reader a live reader.
-        let ptr = unsafe { qjson_parse(text.as_ptr().cast(), text.len(), &opts, reader.0) };
-        if !ptr.is_null() {
-            return Ok(Doc { ptr, text, reader });
+        // Small texts of odd length take the path of small documents, as
+        // qjson.decode does, so that both are fuzzed.
+        if text.len() <= small::MAX_BYTES && text.len() % 2 == 1 {
+            let mut block = Box::new(small::Block::default());
+            // SAFETY: text outlives the Doc (its lifetime), and the block
+            // stays in its Box as long; opts is a live local and reader a
+            // live reader.
+            let rc = unsafe {
+                qjson_parse_small(
+                    text.as_ptr().cast(),
+                    text.len(),
+                    &opts,
+                    &mut *block,
+                    reader.0,
+                )
+            };
+            if rc == 0 {
+                let ptr = (&raw mut *block).cast::<u8>().wrapping_add(1).cast();
+                return Ok(Doc {
+                    ptr,
+                    text,
+                    reader,
+                    block: Some(block),
+                    calls: 0,
+                });
+            }
+        } else {
+            // SAFETY: as above.
+            let ptr = unsafe { qjson_parse(text.as_ptr().cast(), text.len(), &opts, reader.0) };
+            if !ptr.is_null() {
+                return Ok(Doc {
+                    ptr,
+                    text,
+                    reader,
+                    block: None,
+                    calls: 0,
+                });
+            }
         }
         let err = &reader.get().error;
         assert!(
@@ -190,6 +244,12 @@ impl<'a> Doc<'a> {
     }
 
     fn call(&mut self, f: PathCall, cursor: u32, path: &[u8]) -> Result<qjson_value, i32> {
+        // Every fourth path call of a small document reads it parsed
+        // again from its text: the answers must not change.
+        self.calls += 1;
+        if self.block.is_some() && self.calls % 4 == 0 {
+            evict();
+        }
         // SAFETY: a live document, a path slice and a live reader.
         let rc = unsafe {
             f(

@@ -56,8 +56,10 @@ Doc.__index = Doc
 local PTR = 1
 -- A document's slot in the tracking lists and the native bytes its parse
 -- allocated anew, beside PTR in the array part: as named fields they made
--- the root's hash part 8 nodes instead of 4 (see `_M.new`).
-local SLOT, BYTES = 2, 3
+-- the root's hash part 8 nodes instead of 4 (see `_M.new`). A small
+-- document has no slot (false) and keeps its block (see `parse_small` in
+-- lua/qjson.lua) in BLOCK instead.
+local SLOT, BYTES, BLOCK = 2, 3, 4
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -282,7 +284,9 @@ function Doc:open(path)
     return cursor
 end
 
--- Native lifetimes. A cdata finalizer per document costs LuaJIT about as
+-- Native lifetimes, of the documents of texts too long to be small ones
+-- (a small document holds no native memory: see `parse_small` in
+-- lua/qjson.lua). A cdata finalizer per document costs LuaJIT about as
 -- much as parsing a small document, so documents are freed in sweeps
 -- instead: `handles[slot]` owns a document's native pointer and
 -- `alive[slot]` (a weak value) its Lua table; once the collector has
@@ -405,6 +409,11 @@ function Doc:free()
     local state = self._doc
     if state[PTR] then
         state[PTR] = false
+        if not state[SLOT] then
+            -- A small document: its block goes with the collector.
+            state[BLOCK] = false
+            return
+        end
         if idle() then
             release(state[SLOT])
         else
@@ -493,18 +502,21 @@ end
 _M.address_of = address_of
 
 -- Wraps a native handle from qjson_parse, which allocated `bytes` of
--- native memory anew. `src` is the Lua string the handle borrows: keeping
--- it in the state keeps it alive exactly as long as the handle can be
--- read. The root document is its own state (one table per parse); a
--- cursor refers to its root's.
-function _M.new(ptr, src, safe, bytes)
-    -- _doc and the slot are in the constructor so that setting them does
-    -- not grow the table; the handle is its [PTR]. Four named fields: the
-    -- hash part has four nodes.
-    local root = setmetatable({ ptr, 0, bytes, src = src, safe = safe, _at = 0,
-                                _doc = false }, Doc)
+-- native memory anew, or a small document's handle and its `block`.
+-- `src` is the Lua string the handle borrows: keeping it in the state
+-- keeps it alive exactly as long as the handle can be read. The root
+-- document is its own state (one table per parse); a cursor refers to its
+-- root's.
+function _M.new(ptr, src, safe, bytes, block)
+    -- _doc, the slot and the block are in the constructor so that setting
+    -- them does not grow the table; the handle is its [PTR]. Four named
+    -- fields: the hash part has four nodes.
+    local root = setmetatable({ ptr, false, bytes, block or false, src = src, safe = safe,
+                                _at = 0, _doc = false }, Doc)
     root._doc = root
-    root[SLOT] = track(root, address_of(ptr), bytes)
+    if not block then
+        root[SLOT] = track(root, address_of(ptr), bytes)
+    end
     return root
 end
 

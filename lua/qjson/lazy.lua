@@ -2,7 +2,7 @@
 --
 -- A proxy is an empty Lua table. What qjson knows about it lives in its
 -- metatable, which every proxy of one document shares: the document's
--- *state*. Its fields are eight array slots, which LuaJIT allocates
+-- *state*. Its fields are nine array slots, which LuaJIT allocates
 -- with the table itself (named fields and a separate registry table cost
 -- about 1000 more instructions of allocation and collection for a small
 -- document and one read of a container in it):
@@ -22,6 +22,9 @@
 --   [REG]         the registry of the others, both ways, false until a
 --                 second one is made: `reg[proxy]` is the proxy's code and
 --                 `reg[code]` the proxy
+--   [BLOCK]       a small text's block, which names its document (see
+--                 `parse_small` in lua/qjson.lua), false for a document
+--                 of its own (tracked by lua/qjson/doc.lua)
 --
 -- and its hash part holds the metamethods and nothing else. LuaJIT sizes
 -- a hash part in powers of two, so under Lua 5.2 compatibility, where
@@ -864,7 +867,7 @@ local ARRAYLESS_CHECKED = 4096
 -- The value of `text`, just parsed into the native document ptr (which
 -- allocated `bytes` anew): the root proxy, whose state takes charge of
 -- ptr; or, for a scalar root, the scalar, and ptr is freed at once.
-function _M.root(ptr, text, bytes)
+function _M.root(ptr, text, bytes, block)
     local b = first_byte(text)
     local t = b == OPEN_OBJECT and T_OBJECT or b == OPEN_ARRAY and T_ARRAY
     if not t then
@@ -876,25 +879,28 @@ function _M.root(ptr, text, bytes)
         return v
     end
     local address = address_of(ptr)
-    -- [PTR], [SRC], [CHANGES], [EDITS], [REG], [CHILD], [CHILD_CODE], [ROOT_REC]
+    block = block or false
+    -- [PTR], [SRC], [CHANGES], [EDITS], [REG], [CHILD], [CHILD_CODE], [ROOT_REC], [BLOCK]
     local st
     if COMPAT and (#text >= ARRAYLESS_CHECKED or str_find(text, "[", 1, true)) then
-        st = { address, text, false, false, false, false, 0, false,
+        st = { address, text, false, false, false, false, 0, false, block,
                __index = proxy_index, __newindex = proxy_newindex, __len = proxy_len_mm,
                __pairs = proxy_pairs, __ipairs = proxy_ipairs }
     elseif COMPAT then
         -- No array in the text: `ipairs` of an object proxy sees no
         -- elements with or without __ipairs, and four fields fit a hash
         -- part of four slots where five take eight.
-        st = { address, text, false, false, false, false, 0, false,
+        st = { address, text, false, false, false, false, 0, false, block,
                __index = proxy_index, __newindex = proxy_newindex, __len = proxy_len_mm,
                __pairs = proxy_pairs }
     else
-        st = { address, text, false, false, false, false, 0, false,
+        st = { address, text, false, false, false, false, 0, false, block,
                __index = proxy_index, __newindex = proxy_newindex }
     end
     local root = setmetatable({}, st)
-    track(st, address, bytes)
+    if not block then
+        track(st, address, bytes)
+    end
     return root
 end
 

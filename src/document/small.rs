@@ -1,0 +1,401 @@
+//! Small documents: parsed into memory each thread keeps hot, named by a
+//! block in their caller's heap.
+//!
+//! A document the FFI hands out lives until the Lua collector finds its
+//! proxies dead, a cycle later. With a large Lua heap a cycle spans
+//! hundreds of thousands of parses, so a pooled document comes back long
+//! after it was last touched and every line a small parse writes in it is
+//! a trip to memory: with 300 MB of Lua objects alive, a 64-byte decode
+//! and two reads took 640 ns against 250 ns with the document freed at
+//! once (and cjson's 390 ns). See "Small documents" in
+//! docs/architecture.md.
+//!
+//! So a small text ([`MAX_BYTES`] at most) is parsed into one of the few
+//! documents ([`SLOTS`]) a thread keeps, which stay in cache as every
+//! small parse uses them, and the caller gets a [`Block`] it allocated
+//! itself, in its own heap (a LuaJIT cdata the collector frees with the
+//! document's other objects), naming the text. No native memory is held
+//! for the document, so there is nothing to free or to pace.
+//!
+//! A read names the block. Its document is in the slot [`parse`] or an
+//! earlier read left it in, or, after [`SLOTS`] other small documents
+//! took the slots, it is parsed again from the text into the least
+//! recently used one: a slot is a cache of the text's index and nothing
+//! more. What reads leave in a slot (lookup tables, the links of searched
+//! objects) goes with it and is rebuilt by the next reads; that costs at
+//! most a parse of [`MAX_BYTES`] per read, so reads stay linear.
+//!
+//! Which slot holds which document: each parse stamps its block and
+//! its slot with a number no other parse in the process gets (threads
+//! take stamps from a shared counter a million at a time). A slot is
+//! taken for a block only when the stamps are equal, so memory of a dead
+//! block that the allocator gives to a new one, on this thread or
+//! another, never finds the old one's slot.
+
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use super::Document;
+use crate::error::{Error, ErrorCode, Result};
+use crate::validate::{DuplicateKeys, Options};
+
+/// The longest text parsed this way; longer ones get documents of their
+/// own (the FFI's pool), whose cost per parse is small next to their
+/// size. `QJSON_SMALL_MAX_BYTES` of the C header.
+pub const MAX_BYTES: usize = 4096;
+
+/// Small documents a thread keeps parsed: reads that go back and forth
+/// between up to this many find each in place.
+const SLOTS: usize = 8;
+
+/// What names a small document: its text, options and stamp
+/// (`qjson_small` of the C header, opaque to callers, who allocate it).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Block {
+    text: *const u8,
+    len: u32,
+    max_depth: u32,
+    duplicate_keys: u32,
+    /// 0 (keeps `stamp` 8-byte aligned).
+    reserved: u32,
+    /// The parse's stamp (never 0).
+    stamp: u64,
+}
+
+/// A block naming nothing yet, for callers from Rust (tests, fuzz
+/// targets).
+impl Default for Block {
+    fn default() -> Self {
+        Block {
+            text: core::ptr::null(),
+            len: 0,
+            max_depth: 0,
+            duplicate_keys: 0,
+            reserved: 0,
+            stamp: 0,
+        }
+    }
+}
+
+/// Stamps not yet handed to a thread (0 is none).
+static STAMPS: AtomicU64 = AtomicU64::new(1);
+
+/// Stamps a thread takes from [`STAMPS`] at a time.
+const STAMP_BATCH: u64 = 1 << 20;
+
+impl Block {
+    fn options(&self) -> Options {
+        Options {
+            max_depth: self.max_depth,
+            duplicate_keys: if self.duplicate_keys == 1 {
+                DuplicateKeys::Error
+            } else {
+                DuplicateKeys::LastWins
+            },
+        }
+    }
+}
+
+struct Slot {
+    doc: Document<'static>,
+    /// The stamp of the parse `doc` holds; 0 for none.
+    stamp: u64,
+    /// When it was last used (see `Slots::uses`).
+    used: u64,
+}
+
+struct Slots {
+    slots: [Slot; SLOTS],
+    /// Uses of slots on this thread so far.
+    uses: u64,
+    /// The slot used last.
+    last: usize,
+    /// The next stamp of this thread's, and the end of its batch.
+    next_stamp: u64,
+    stamps_end: u64,
+}
+
+impl Slots {
+    fn new() -> Slots {
+        Slots {
+            slots: core::array::from_fn(|_| Slot {
+                doc: Document::new(),
+                stamp: 0,
+                used: 0,
+            }),
+            uses: 0,
+            last: 0,
+            next_stamp: 0,
+            stamps_end: 0,
+        }
+    }
+
+    /// A stamp no other parse in the process has.
+    fn stamp(&mut self) -> u64 {
+        if self.next_stamp == self.stamps_end {
+            self.next_stamp = STAMPS.fetch_add(STAMP_BATCH, Ordering::Relaxed);
+            self.stamps_end = self.next_stamp + STAMP_BATCH;
+        }
+        self.next_stamp += 1;
+        self.next_stamp - 1
+    }
+
+    /// The slot holding the parse stamped `stamp`, if any.
+    fn find(&mut self, stamp: u64) -> Option<usize> {
+        // Reads mostly follow their parse, or each other, on one document.
+        // (The most recently used slot's `used` is already the largest.)
+        if self.slots[self.last].stamp == stamp {
+            return Some(self.last);
+        }
+        let i = self.slots.iter().position(|s| s.stamp == stamp)?;
+        self.uses += 1;
+        self.slots[i].used = self.uses;
+        self.last = i;
+        Some(i)
+    }
+
+    /// The least recently used slot, emptied.
+    fn take(&mut self) -> usize {
+        let oldest = (0..SLOTS).min_by_key(|&i| self.slots[i].used).unwrap_or(0);
+        self.uses += 1;
+        let slot = &mut self.slots[oldest];
+        slot.stamp = 0;
+        slot.used = self.uses;
+        self.last = oldest;
+        oldest
+    }
+}
+
+thread_local! {
+    static THREAD_SLOTS: UnsafeCell<Slots> = UnsafeCell::new(Slots::new());
+}
+
+/// This thread's slots; `None` when the thread is exiting.
+///
+/// # Safety
+/// No reference given out by an earlier call of this module's on this
+/// thread is still in use; the one returned is dropped before the next.
+unsafe fn thread_slots() -> Option<&'static mut Slots> {
+    let cell = THREAD_SLOTS.try_with(UnsafeCell::get).ok()?;
+    // SAFETY: the slots live as long as the thread, and the caller
+    // guarantees that no other reference to them is alive.
+    Some(unsafe { &mut *cell })
+}
+
+/// Parses and validates `src` (at most [`MAX_BYTES`]) into a slot of this
+/// thread's and fills `block` to name it.
+///
+/// # Safety
+/// As [`thread_slots`]; `src` stays alive and unchanged, and `block` where
+/// it is, as long as the block is passed to [`attach`].
+pub unsafe fn parse(src: &'static [u8], opts: &Options, block: &mut Block) -> Result<()> {
+    if src.len() > MAX_BYTES {
+        return Err(Error::new(ErrorCode::BadArgument, 0));
+    }
+    // SAFETY: the caller's guarantees are thread_slots'.
+    let Some(slots) = (unsafe { thread_slots() }) else {
+        return Err(Error::new(ErrorCode::Internal, 0));
+    };
+    let slot = &mut slots.slots[slots.take()];
+    slot.doc.load(src, opts)?;
+    let stamp = slots.stamp();
+    slots.slots[slots.last].stamp = stamp;
+    *block = Block {
+        text: src.as_ptr(),
+        len: src.len() as u32,
+        max_depth: opts.max_depth,
+        duplicate_keys: u32::from(opts.duplicate_keys == DuplicateKeys::Error),
+        reserved: 0,
+        stamp,
+    };
+    Ok(())
+}
+
+/// The document `block` names, from the slot holding it or parsed again
+/// into one; `None` when the thread is exiting, the block was never
+/// filled, or the text no longer parses (it was changed, against the
+/// contract).
+///
+/// # Safety
+/// As [`thread_slots`]; `block` was filled by [`parse`] (on any thread)
+/// and its text is alive and unchanged.
+pub unsafe fn attach(block: *const Block) -> Option<&'static mut Document<'static>> {
+    // SAFETY: the caller's guarantees are thread_slots'.
+    let slots = unsafe { thread_slots() }?;
+    // SAFETY: the caller guarantees a block that parse filled.
+    let b = unsafe { *block };
+    if b.stamp == 0 {
+        // Never filled: a slot with no document has this stamp.
+        return None;
+    }
+    let i = match slots.find(b.stamp) {
+        Some(i) => i,
+        None => {
+            // SAFETY: the block names a text the caller keeps alive.
+            let src = unsafe { core::slice::from_raw_parts(b.text, b.len as usize) };
+            let i = slots.take();
+            let slot = &mut slots.slots[i];
+            slot.doc.load(src, &b.options()).ok()?;
+            slot.stamp = b.stamp;
+            i
+        }
+    };
+    Some(&mut slots.slots[i].doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::navigate::ValueType;
+
+    const TEXTS: [&[u8]; 4] = [
+        br#"{"order_id":"A-20931","options":{"history":true,"max_items":25}}"#,
+        br#"[1,"two\n",{"three":[3,3.5]},null]"#,
+        br#"{"a":1,"a":2,"b":"\u00e9"}"#,
+        b"  7  ",
+    ];
+
+    /// What a few reads of `doc` give.
+    fn read_all(doc: &mut Document<'_>) -> Vec<String> {
+        let mut text = Vec::new();
+        let mut out = vec![String::from_utf8_lossy(doc.src()).into_owned()];
+        for path in [
+            &b""[..],
+            b"options.max_items",
+            b"[1]",
+            b"[2].three[1]",
+            b"a",
+            b"b",
+        ] {
+            out.push(match doc.find(0, path) {
+                Ok(Some(at)) => match doc.value_type(at) {
+                    ValueType::String => format!("{:?}", doc.string(at, &mut text)),
+                    ValueType::Number => format!("{}", doc.f64(at)),
+                    t => format!("{t:?} {:?}", doc.len(at)),
+                },
+                other => format!("{other:?}"),
+            });
+        }
+        out
+    }
+
+    /// [`read_all`] of the document of `block`.
+    fn reads(block: &Block) -> Vec<String> {
+        // SAFETY: a block parse filled, over a 'static text; the document
+        // is dropped before the next call.
+        read_all(unsafe { attach(block) }.expect("attached"))
+    }
+
+    /// [`read_all`] of a document of its own, checked against a block
+    /// parsed on another thread (which this one loads from the text).
+    fn expected(text: &'static [u8]) -> Vec<String> {
+        let mut block = Block::default();
+        let address = core::ptr::from_mut(&mut block).expose_provenance();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let block = core::ptr::with_exposed_provenance_mut::<Block>(address);
+                // SAFETY: a 'static text, and the block on the stack frame
+                // of the scope, which outlives the thread.
+                unsafe { parse(text, &Options::default(), &mut *block) }.unwrap();
+            });
+        });
+        let out = read_all(&mut Document::parse(text, &Options::default()).unwrap());
+        assert_eq!(out, reads(&block), "a block read on another thread");
+        out
+    }
+
+    #[test]
+    fn reads_as_a_document_of_its_own_in_any_order() {
+        let mut blocks: Vec<Box<Block>> = (0..3 * SLOTS).map(|_| Box::default()).collect();
+        for (i, block) in blocks.iter_mut().enumerate() {
+            let text = TEXTS[i % TEXTS.len()];
+            // SAFETY: 'static texts; each block stays in its Box.
+            unsafe { parse(text, &Options::default(), block) }.unwrap();
+        }
+        // Forwards, backwards, and strided: more blocks than slots.
+        let n = blocks.len();
+        for i in (0..n).chain((0..n).rev()).chain((0..n).map(|i| i * 7 % n)) {
+            assert_eq!(
+                reads(&blocks[i]),
+                expected(TEXTS[i % TEXTS.len()]),
+                "block {i}"
+            );
+        }
+    }
+
+    /// The address of the slot holding the document of `block`.
+    fn slot_of(block: &Block) -> usize {
+        // SAFETY: as in `reads`.
+        core::ptr::from_mut(unsafe { attach(block) }.unwrap()).addr()
+    }
+
+    #[test]
+    fn keeps_the_documents_used_last() {
+        let mut kept = Box::<Block>::default();
+        let mut other = Box::<Block>::default();
+        // SAFETY: 'static texts; the blocks stay in their Boxes.
+        unsafe { parse(TEXTS[0], &Options::default(), &mut kept) }.unwrap();
+        let slot = slot_of(&kept);
+        for i in 0..4 * SLOTS {
+            // SAFETY: as above.
+            unsafe { parse(TEXTS[i % 2 + 1], &Options::default(), &mut other) }.unwrap();
+            assert_eq!(
+                slot,
+                slot_of(&kept),
+                "read between parses, it stays in place"
+            );
+        }
+        let mut others: Vec<Box<Block>> = (0..SLOTS).map(|_| Box::default()).collect();
+        for block in &mut others {
+            // SAFETY: as above.
+            unsafe { parse(TEXTS[1], &Options::default(), block) }.unwrap();
+        }
+        // Pushed out by SLOTS newer ones, and parsed again.
+        assert_eq!(reads(&kept), expected(TEXTS[0]));
+    }
+
+    #[test]
+    fn a_block_parsed_again_names_its_new_text() {
+        let mut block = Box::<Block>::default();
+        let mut other = Box::<Block>::default();
+        // SAFETY: 'static texts; the blocks stay in their Boxes.
+        unsafe { parse(TEXTS[0], &Options::default(), &mut block) }.unwrap();
+        // SAFETY: as above.
+        unsafe { parse(TEXTS[2], &Options::default(), &mut other) }.unwrap();
+        // The memory of a dead block, given to a new one for another text
+        // (as LuaJIT's allocator does): the slot of the old is not read.
+        // SAFETY: as above.
+        unsafe { parse(TEXTS[1], &Options::default(), &mut block) }.unwrap();
+        assert_eq!(reads(&block), expected(TEXTS[1]));
+        assert_eq!(reads(&other), expected(TEXTS[2]));
+    }
+
+    #[test]
+    fn names_nothing_before_a_parse() {
+        let block = Block::default();
+        // SAFETY: a block (never filled: attach says so).
+        assert!(unsafe { attach(&block) }.is_none());
+    }
+
+    #[test]
+    fn refuses_long_texts_and_rejects_as_documents_do() {
+        static LONG: [u8; MAX_BYTES + 1] = [b' '; MAX_BYTES + 1];
+        let mut block = Box::<Block>::default();
+        let opts = Options::default();
+        // SAFETY: 'static texts; the block stays in its Box.
+        let long = unsafe { parse(&LONG, &opts, &mut block) }.unwrap_err();
+        assert_eq!(long.code, ErrorCode::BadArgument);
+        let exact = &LONG[..MAX_BYTES - 1];
+        for bad in [exact, b"{\"a\":1,}", b"[\"\\x\"]", b"{\"a\":1,\"a\":2}"] {
+            let strict = Options {
+                duplicate_keys: DuplicateKeys::Error,
+                ..Options::default()
+            };
+            // SAFETY: as above.
+            let got = unsafe { parse(bad, &strict, &mut block) }.unwrap_err();
+            let want = Document::parse(bad, &strict).unwrap_err();
+            assert_eq!((got.code, got.offset), (want.code, want.offset));
+        }
+    }
+}
