@@ -421,6 +421,24 @@ describe("document lifetime", function()
         assert.equal(1, proxy.a[1])
     end)
 
+    it("frees dead documents at the first parse after a cycle, of a small text too", function()
+        -- A worker that parses small texts and now and then a large one
+        -- gives the large one's memory back without waiting for the next.
+        local held = require("qjson.doc").held
+        collectgarbage()
+        collectgarbage()
+        qjson.parse(helper.pooled("[]")):free() -- sweeps what died before
+        local before = held()
+        for _, parse in ipairs({ qjson.parse, qjson.decode }) do
+            parse(helper.pooled('{"big":true}'))
+            assert.equal(before + 1, held())
+            collectgarbage()
+            collectgarbage()
+            parse('{"small":true}')
+            assert.equal(before, held())
+        end
+    end)
+
     it("reads small documents alike whichever of them was parsed or read last", function()
         -- More documents than a thread keeps parsed (8): reads that go
         -- from one to another parse the text again, into the place of

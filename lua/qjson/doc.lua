@@ -441,6 +441,22 @@ Doc.__tostring = function(self)
     return "qjson.doc: " .. (state[PTR] and ("cursor " .. self._at) or "freed")
 end
 
+-- What every parse does, of a small text too (whose document has no
+-- native memory of its own): the first after a collection cycle frees the
+-- documents it found dead, and one outside a section those freed during
+-- one. (Were small parses to skip it, a worker that parses small texts
+-- and now and then a large one would keep the large ones' memory until
+-- the next.)
+local function free_dead()
+    if cycle[1] == nil then
+        sweep()
+    end
+    if pending_count > 0 and idle() then
+        release_pending()
+    end
+end
+_M.free_dead = free_dead
+
 -- Puts slots never used before into `free_slots`, as many as there are
 -- so far (16 at first), lowest on top. Taking a slot is then the same
 -- path every time: a branch between reused and new slots, which
@@ -476,12 +492,7 @@ local function track(state, address, bytes)
         collectgarbage("step", (native_debt - paced) / 1024)
         paced = native_debt
     end
-    if cycle[1] == nil then
-        sweep()
-    end
-    if pending_count > 0 and idle() then
-        release_pending()
-    end
+    free_dead()
     if is_closed() then
         -- Parsed during lua_close, after qjson's cleanup: it runs again.
         qffi.arm()
@@ -514,7 +525,9 @@ function _M.new(ptr, src, safe, bytes, block)
     local root = setmetatable({ ptr, false, bytes, block or false, src = src, safe = safe,
                                 _at = 0, _doc = false }, Doc)
     root._doc = root
-    if not block then
+    if block then
+        free_dead()
+    else
         root[SLOT] = track(root, address_of(ptr), bytes)
     end
     return root

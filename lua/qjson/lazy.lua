@@ -60,6 +60,7 @@ local docs = require("qjson.doc")
 
 local C = qffi.C
 local track = docs.track
+local free_dead = docs.free_dead
 local address_of = docs.address_of
 local enter = qffi.enter
 local leave = qffi.leave
@@ -876,6 +877,7 @@ function _M.root(ptr, text, bytes, block)
         local v = value_of(nil, R.value, 0)
         leave(R)
         C.qjson_free(ptr)
+        free_dead()
         return v
     end
     local address = address_of(ptr)
@@ -898,7 +900,9 @@ function _M.root(ptr, text, bytes, block)
                __index = proxy_index, __newindex = proxy_newindex }
     end
     local root = setmetatable({}, st)
-    if not block then
+    if block then
+        free_dead()
+    else
         track(st, address, bytes)
     end
     return root
