@@ -5,12 +5,15 @@
 --   luajit benches/heap_pacing.lua [LIVE_TABLES...]
 --
 -- (default 0, 30 000 and 300 000: about 0, 4 and 44 MB of Lua heap).
--- qjson's native documents are freed when the collector finds their
--- proxies dead, so a cycle's worth of them is alive at once, and a
--- cycle's worth grows with the Lua heap: whether the document pool holds
--- them (src/document.rs, `pool`) and how the collector is made to catch
--- up with their native memory (lua/qjson/doc.lua, `track`) decide whether
--- a small document's cost grows with the heap.
+-- The collector's work per byte allocated, and the cache lines a decode
+-- touches that it last touched a cycle ago, grow with the Lua heap. A
+-- small text's document lives in memory each thread keeps (src/document/
+-- small.rs) and is named by a block in the Lua heap, so what a decode
+-- costs beyond cjson's at any heap size is what it allocates there (the
+-- proxy state and the block) and its native work. (Before, each small
+-- document had native memory of its own, freed a collection cycle later:
+-- a cycle's worth of them was alive at once, as cold as the cycle was
+-- long.)
 --
 -- With a large heap one collection cycle costs tens of milliseconds and
 -- comes every few hundred thousand decodes, and a cycle is paid by
