@@ -97,10 +97,9 @@ enum {
     QJSON_DUPLICATE_KEYS_ERROR = 1
 };
 
-/* qjson_parse_small's longest text; the tag of a small document's handle. */
+/* qjson_parse_small's longest text. */
 enum {
-    QJSON_SMALL_MAX_BYTES = 4096,
-    QJSON_SMALL_TAG = 1
+    QJSON_SMALL_MAX_BYTES = 4096
 };
 
 /* Names a small document (see qjson_parse_small); opaque. */
@@ -193,12 +192,11 @@ qjson_doc *qjson_parse(const char *json, size_t len, const qjson_options *option
 /* Small texts (at most QJSON_SMALL_MAX_BYTES bytes): parsed into memory
    the calling thread keeps, and named by `block`, which the caller
    allocates (in a garbage-collected heap: nothing native is held for the
-   document, so there is nothing to free). (qjson_doc *)((char *)block +
-   QJSON_SMALL_TAG) is the document's handle for every read, on any
-   thread, while the block and the text stay where they are; qjson_free
-   ignores it. Failures as qjson_parse's. */
-int qjson_parse_small(const char *json, size_t len, const qjson_options *options,
-                      qjson_small *block, qjson_reader *reader);
+   document, so there is nothing to free). Returns the document's handle,
+   for every read on any thread while the block and the text stay where
+   they are (qjson_free ignores it), or NULL as qjson_parse does. */
+qjson_doc *qjson_parse_small(const char *json, size_t len, const qjson_options *options,
+                             qjson_small *block, qjson_reader *reader);
 
 /* Releases a document. NULL is ignored. */
 void qjson_free(qjson_doc *doc);

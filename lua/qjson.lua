@@ -23,11 +23,8 @@ local empty_array_mt = lazy.empty_array_mt
 local ffi_string = ffi.string
 local ffi_cast = ffi.cast
 local CHAR_PTR = ffi.typeof("const char *")
-local DOC_PTR = ffi.typeof("qjson_doc *")
 local small_block = ffi.typeof("qjson_small")
-local OK = C.QJSON_OK
 local SMALL_MAX_BYTES = C.QJSON_SMALL_MAX_BYTES
-local SMALL_TAG = C.QJSON_SMALL_TAG
 local new_doc = doc.new
 local error = error
 local pcall = pcall
@@ -134,23 +131,12 @@ end
 -- exactly "qjson: ..." (as cjson's are), misuse points at the caller.
 local DATA, MISUSE = 0, 2
 
--- A small text's document (see "Small documents" in
--- docs/architecture.md): its handle, the native bytes it allocated (none)
--- and the block that names it, which the caller keeps alive as long as it
--- uses the handle; or nil, the message and its level.
-local function parse_small(at, len, o, R)
-    local block = small_block()
-    if C.qjson_parse_small(at, len, o, block, R) ~= OK then
-        return nil, "qjson: " .. ffi_string(R.error.message), DATA
-    end
-    return ffi_cast(DOC_PTR, ffi_cast(CHAR_PTR, block) + SMALL_TAG), 0, block
-end
-
 -- Parses `text` for `fname` in reader R's section (see
 -- lua/qjson/ffi.lua); returns the native handle (the caller owns it), the
 -- bytes of native memory it allocated anew and, for a small text when
--- `small` is set, the block that holds it (see `parse_small`); or nil,
--- the message and its level.
+-- `small` is set, the block that names its document (none of its own:
+-- see "Small documents" in docs/architecture.md), which the caller keeps
+-- alive as long as it uses the handle; or nil, the message and its level.
 local function parse_native(text, opts, fname, R, small, from, len)
     if type(text) ~= "string" then
         return nil, "bad argument #1 to '" .. fname .. "' (string expected, got "
@@ -166,14 +152,17 @@ local function parse_native(text, opts, fname, R, small, from, len)
     else
         len = #text
     end
+    local block, ptr
     if small and len <= SMALL_MAX_BYTES then
-        return parse_small(at, len, o, R)
+        block = small_block()
+        ptr = C.qjson_parse_small(at, len, o, block, R)
+    else
+        ptr = C.qjson_parse(at, len, o, R)
     end
-    local ptr = C.qjson_parse(at, len, o, R)
     if ptr == nil then
         return nil, "qjson: " .. ffi_string(R.error.message), DATA
     end
-    return ptr, tonumber(R.count)
+    return ptr, tonumber(R.count), block
 end
 
 -- Parses `text` for `fname`, or only its `len` bytes after the first

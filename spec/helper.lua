@@ -38,8 +38,6 @@ function _M.list(dir)
     return names
 end
 
--- A deterministic chat-completion request of about `bytes` bytes: each
--- message has a short text part and a base64 image part.
 -- `text` made long enough (trailing whitespace) that its document is a
 -- native one of its own, tracked and freed by lua/qjson/doc.lua, rather
 -- than a small one (see "Small documents" in docs/architecture.md).
@@ -49,6 +47,8 @@ function _M.pooled(text)
     return text .. string.rep(" ", ffi.C.QJSON_SMALL_MAX_BYTES + 1 - #text)
 end
 
+-- A deterministic chat-completion request of about `bytes` bytes: each
+-- message has a short text part and a base64 image part.
 function _M.chat_request(bytes, messages)
     messages = messages or 4
     local alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"

@@ -299,9 +299,9 @@ pub unsafe extern "C" fn qjson_parse(
 
 /// Parses and validates `json[0..len)` (at most `QJSON_SMALL_MAX_BYTES`)
 /// into memory this thread keeps, and fills `block` (allocated by the
-/// caller) to name the document: `block` plus `QJSON_SMALL_TAG` is its
-/// handle for reads. Failures as `qjson_parse`'s, in `reader.error`. See
-/// `document::small`.
+/// caller) to name the document; returns the document's handle for reads
+/// (the block's address, tagged: see `is_small`), or NULL with the reason
+/// in `reader.error` as `qjson_parse`. See `document::small`.
 ///
 /// # Safety
 /// As `qjson_parse`, with the text alive and unchanged as long as the
@@ -314,7 +314,7 @@ pub unsafe extern "C" fn qjson_parse_small(
     options: *const qjson_options,
     block: *mut small::Block,
     reader: *mut qjson_reader,
-) -> c_int {
+) -> *mut qjson_doc {
     let load = |input: &'static [u8], opts: &Options| {
         // SAFETY: the caller guarantees block is NULL or valid for writes.
         let Some(block) = (unsafe { block.as_mut() }) else {
@@ -326,7 +326,10 @@ pub unsafe extern "C" fn qjson_parse_small(
         Ok(0)
     };
     // SAFETY: the caller's guarantees are parse_with's.
-    unsafe { parse_with(json, len, options, reader, load) }
+    match unsafe { parse_with(json, len, options, reader, load) } {
+        OK => block.cast::<u8>().wrapping_add(SMALL_TAG).cast(),
+        _ => ptr::null_mut(),
+    }
 }
 
 /// The shared part of the parses: checks the arguments, runs `load` on the
@@ -406,14 +409,14 @@ fn convert_options(o: &qjson_options) -> Option<Options> {
 }
 
 /// Bytes of native heap held by a document: the document itself and
-/// what it retains (0 for NULL).
+/// what it retains (0 for NULL and for a small document, whose memory is
+/// its block).
 ///
 /// # Safety
-/// `doc` is NULL or a live document from `qjson_parse`.
+/// `doc` is NULL or a live document from `qjson_parse` or `qjson_parse_small`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qjson_memory(doc: *const qjson_doc) -> usize {
     if is_small(doc) {
-        // Its memory is the caller's block.
         return 0;
     }
     // SAFETY: the caller guarantees doc is NULL or a live document.
@@ -427,9 +430,9 @@ pub extern "C" fn qjson_pool_cycle() {
     let _ = catch_unwind(pool::cycle_ended);
 }
 
-/// Added to a block's address (see `qjson_parse_small`), it makes the handle of
-/// a small document: documents are 8-byte aligned, so a handle with this
-/// bit set is never one.
+/// Added to a block's address by `qjson_parse_small`, it makes the handle
+/// of a small document: documents and blocks are 8-byte aligned, so a
+/// document's handle never has this bit set.
 const SMALL_TAG: usize = 1;
 
 /// Whether `doc` is the handle of a small document's block.
@@ -440,7 +443,8 @@ fn is_small(doc: *const qjson_doc) -> bool {
 /// Releases a document.
 ///
 /// # Safety
-/// `doc` is NULL or a live document from `qjson_parse`, not used again.
+/// `doc` is NULL or a live document from `qjson_parse`, not used again, or
+/// one from `qjson_parse_small` (ignored: it holds no native memory).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qjson_free(doc: *mut qjson_doc) {
     if doc.is_null() || is_small(doc) {
@@ -1066,16 +1070,15 @@ mod tests {
 
     #[test]
     fn the_header_says_what_small_documents_are_here() {
-        assert!(HEADER.contains(&format!("QJSON_SMALL_MAX_BYTES = {},", small::MAX_BYTES)));
-        assert!(HEADER.contains(&format!("QJSON_SMALL_TAG = {SMALL_TAG}\n")));
+        assert!(HEADER.contains(&format!("QJSON_SMALL_MAX_BYTES = {}\n", small::MAX_BYTES)));
         let words = size_of::<small::Block>() / size_of::<u64>();
         assert!(HEADER.contains(&format!(
             "typedef struct qjson_small {{\n    uint64_t opaque[{words}];\n}} qjson_small;"
         )));
         assert_eq!(align_of::<small::Block>(), align_of::<u64>());
         assert!(
-            SMALL_TAG < align_of::<Document>(),
-            "no document's handle has the tag"
+            SMALL_TAG < align_of::<Document>().min(align_of::<small::Block>()),
+            "no document's handle has the tag, every block's address takes it"
         );
     }
 }

@@ -134,14 +134,14 @@ pub struct Doc<'a> {
 /// next read of a small document parses its text again.
 fn evict() {
     let reader = Reader::new();
-    for _ in 0..8 {
+    for _ in 0..small::SLOTS {
         let mut block = small::Block::default();
         // SAFETY: a 'static text, a local block and a live reader; the
         // handle is never used.
-        let rc = unsafe {
+        let handle = unsafe {
             qjson_parse_small(c"[0]".as_ptr(), 3, core::ptr::null(), &mut block, reader.0)
         };
-        assert_eq!(rc, 0);
+        assert!(!handle.is_null());
     }
 }
 
@@ -180,42 +180,31 @@ impl<'a> Doc<'a> {
         let reader = Reader::new();
         // Small texts of odd length take the path of small documents, as
         // qjson.decode does, so that both are fuzzed.
-        if text.len() <= small::MAX_BYTES && text.len() % 2 == 1 {
-            let mut block = Box::new(small::Block::default());
-            // SAFETY: text outlives the Doc (its lifetime), and the block
-            // stays in its Box as long; opts is a live local and reader a
-            // live reader.
-            let rc = unsafe {
-                qjson_parse_small(
+        let mut block = (text.len() <= small::MAX_BYTES && !text.len().is_multiple_of(2))
+            .then(|| Box::new(small::Block::default()));
+        // SAFETY: text outlives the Doc (its lifetime), and the block stays
+        // in its Box as long; opts is a live local and reader a live
+        // reader.
+        let ptr = unsafe {
+            match &mut block {
+                Some(block) => qjson_parse_small(
                     text.as_ptr().cast(),
                     text.len(),
                     &opts,
-                    &mut *block,
+                    &mut **block,
                     reader.0,
-                )
-            };
-            if rc == 0 {
-                let ptr = (&raw mut *block).cast::<u8>().wrapping_add(1).cast();
-                return Ok(Doc {
-                    ptr,
-                    text,
-                    reader,
-                    block: Some(block),
-                    calls: 0,
-                });
+                ),
+                None => qjson_parse(text.as_ptr().cast(), text.len(), &opts, reader.0),
             }
-        } else {
-            // SAFETY: as above.
-            let ptr = unsafe { qjson_parse(text.as_ptr().cast(), text.len(), &opts, reader.0) };
-            if !ptr.is_null() {
-                return Ok(Doc {
-                    ptr,
-                    text,
-                    reader,
-                    block: None,
-                    calls: 0,
-                });
-            }
+        };
+        if !ptr.is_null() {
+            return Ok(Doc {
+                ptr,
+                text,
+                reader,
+                block,
+                calls: 0,
+            });
         }
         let err = &reader.get().error;
         assert!(
@@ -247,7 +236,7 @@ impl<'a> Doc<'a> {
         // Every fourth path call of a small document reads it parsed
         // again from its text: the answers must not change.
         self.calls += 1;
-        if self.block.is_some() && self.calls % 4 == 0 {
+        if self.block.is_some() && self.calls.is_multiple_of(4) {
             evict();
         }
         // SAFETY: a live document, a path slice and a live reader.

@@ -476,8 +476,13 @@ end
 -- anew: it is freed once `state` (a table whose [PTR] is set to false
 -- should lua_close free it first) has been collected; returns its
 -- slot. Documents (below) and qjson.decode's proxy states
--- (lua/qjson/lazy.lua) are such states.
-local function track(state, address, bytes)
+-- (lua/qjson/lazy.lua) are such states. A small document's handle (its
+-- `block` given: nothing native to free) is not tracked: false.
+local function track(state, address, bytes, block)
+    if block then
+        free_dead()
+        return false
+    end
     if free_count == 0 then
         add_slots()
     end
@@ -525,11 +530,7 @@ function _M.new(ptr, src, safe, bytes, block)
     local root = setmetatable({ ptr, false, bytes, block or false, src = src, safe = safe,
                                 _at = 0, _doc = false }, Doc)
     root._doc = root
-    if block then
-        free_dead()
-    else
-        root[SLOT] = track(root, address_of(ptr), bytes)
-    end
+    root[SLOT] = track(root, address_of(ptr), bytes, block)
     return root
 end
 

@@ -900,11 +900,7 @@ function _M.root(ptr, text, bytes, block)
                __index = proxy_index, __newindex = proxy_newindex }
     end
     local root = setmetatable({}, st)
-    if block then
-        free_dead()
-    else
-        track(st, address, bytes)
-    end
+    track(st, address, bytes, block)
     return root
 end
 

@@ -5,10 +5,10 @@
 //! proxies dead, a cycle later. With a large Lua heap a cycle spans
 //! hundreds of thousands of parses, so a pooled document comes back long
 //! after it was last touched and every line a small parse writes in it is
-//! a trip to memory: with 300 MB of Lua objects alive, a 64-byte decode
-//! and two reads took 640 ns against 250 ns with the document freed at
-//! once (and cjson's 390 ns). See "Small documents" in
-//! docs/architecture.md.
+//! a trip to memory: with 261 MB of Lua objects alive, a 64-byte decode
+//! and two reads took 555-605 ns against cjson's 410-430, 0.71-0.74x
+//! (`luajit benches/heap_pacing.lua 0 2000000`, two runs at c9fce84). See
+//! "Small documents" in docs/architecture.md.
 //!
 //! So a small text ([`MAX_BYTES`] at most) is parsed into one of the few
 //! documents ([`SLOTS`]) a thread keeps, which stay in cache as every
@@ -46,7 +46,7 @@ pub const MAX_BYTES: usize = 4096;
 
 /// Small documents a thread keeps parsed: reads that go back and forth
 /// between up to this many find each in place.
-const SLOTS: usize = 8;
+pub const SLOTS: usize = 8;
 
 /// What names a small document: its text, options and stamp
 /// (`qjson_small` of the C header, opaque to callers, who allocate it).
@@ -155,15 +155,18 @@ impl Slots {
         Some(i)
     }
 
-    /// The least recently used slot, emptied.
-    fn take(&mut self) -> usize {
-        let oldest = (0..SLOTS).min_by_key(|&i| self.slots[i].used).unwrap_or(0);
+    /// Parses `src` into the least recently used slot, as the parse
+    /// stamped `stamp`; returns the slot (left empty on an error).
+    fn load(&mut self, src: &'static [u8], opts: &Options, stamp: u64) -> Result<usize> {
+        let i = (0..SLOTS).min_by_key(|&i| self.slots[i].used).unwrap_or(0);
         self.uses += 1;
-        let slot = &mut self.slots[oldest];
-        slot.stamp = 0;
+        self.last = i;
+        let slot = &mut self.slots[i];
         slot.used = self.uses;
-        self.last = oldest;
-        oldest
+        slot.stamp = 0;
+        slot.doc.load(src, opts)?;
+        slot.stamp = stamp;
+        Ok(i)
     }
 }
 
@@ -197,10 +200,8 @@ pub unsafe fn parse(src: &'static [u8], opts: &Options, block: &mut Block) -> Re
     let Some(slots) = (unsafe { thread_slots() }) else {
         return Err(Error::new(ErrorCode::Internal, 0));
     };
-    let slot = &mut slots.slots[slots.take()];
-    slot.doc.load(src, opts)?;
     let stamp = slots.stamp();
-    slots.slots[slots.last].stamp = stamp;
+    slots.load(src, opts, stamp)?;
     *block = Block {
         text: src.as_ptr(),
         len: src.len() as u32,
@@ -234,11 +235,7 @@ pub unsafe fn attach(block: *const Block) -> Option<&'static mut Document<'stati
         None => {
             // SAFETY: the block names a text the caller keeps alive.
             let src = unsafe { core::slice::from_raw_parts(b.text, b.len as usize) };
-            let i = slots.take();
-            let slot = &mut slots.slots[i];
-            slot.doc.load(src, &b.options()).ok()?;
-            slot.stamp = b.stamp;
-            i
+            slots.load(src, &b.options(), b.stamp).ok()?
         }
     };
     Some(&mut slots.slots[i].doc)
