@@ -458,14 +458,16 @@ unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> Result<()> 
             // SAFETY: the sink has room for 64 offsets per block of the
             // run, plus the writer's slack; the caller vouches for the
             // CPU.
-            let n_escapes = unsafe { scanner.run(run_end, &mut sink, &mut escapes)? };
+            let n_escapes = unsafe { scanner.run(run_end, &mut sink, &mut escapes) }
+                .map_err(|ControlAt(at)| control_error(input, at))?;
             sink.finish(positions);
             n_escapes
         } else {
             let mut sink = Keep::new(&mut found);
             // SAFETY: the sink has a slot per block of a run; the caller
             // vouches for the CPU.
-            let n_escapes = unsafe { scanner.run(run_end, &mut sink, &mut escapes)? };
+            let n_escapes = unsafe { scanner.run(run_end, &mut sink, &mut escapes) }
+                .map_err(|ControlAt(at)| control_error(input, at))?;
             // SAFETY: the run wrote the sink's first `len()` slots.
             push_masks(simd, positions, unsafe { written(&found, sink.len()) });
             n_escapes
@@ -609,7 +611,7 @@ impl<S: Simd> Scanner<'_, S> {
         run_end: usize,
         sink: &mut K,
         escapes: &mut [MaybeUninit<(u32, u64)>; RUN],
-    ) -> Result<usize> {
+    ) -> core::result::Result<usize, ControlAt> {
         let (simd, input) = (self.simd, self.input);
         // A full run's blocks fill `escapes` (and a `Keep` sink): it
         // leaves the tail to a run of its own.
@@ -703,15 +705,12 @@ impl<S: Simd> Scanner<'_, S> {
         sink: &mut K,
         escapes: &mut [MaybeUninit<(u32, u64)>; RUN],
         n_escapes: &mut usize,
-    ) -> Result<()> {
+    ) -> core::result::Result<(), ControlAt> {
         let pos = self.pos;
         self.utf8.check(block);
         let f = step(self.simd, block, &mut self.carry);
         if f.control != 0 {
-            return Err(control_error(
-                self.input,
-                pos + f.control.trailing_zeros() as usize,
-            ));
+            return Err(ControlAt(pos + f.control.trailing_zeros() as usize));
         }
         // SAFETY: the caller's contract.
         unsafe { sink.take(self.simd, pos as u32, f.structurals) };
@@ -771,6 +770,14 @@ unsafe fn written<T>(slots: &[MaybeUninit<T>], n: usize) -> &[T] {
     // those; MaybeUninit<T> has T's layout.
     unsafe { core::slice::from_raw_parts(slots[..n].as_ptr().cast::<T>(), n) }
 }
+
+/// Where a run stopped at a raw control byte inside a string. The run
+/// hands back only the offset and [`scan`] builds the error: a call to
+/// [`control_error`] inside the loop, whose result the compiler could not
+/// prove to be an error, made the loop keep going after it, so every
+/// vector constant lived across a call and the AVX-512 loop reloaded
+/// eight of them at every turn.
+struct ControlAt(usize);
 
 /// The error for a control byte at `at`, unless invalid UTF-8 comes
 /// first: every kernel reports the earliest of the two, whatever order it
