@@ -165,7 +165,7 @@ typedef struct qjson_reader {
     const qjson_item *items; /* qjson_tape: the items */
     const qjson_span *spans; /* qjson_spans: the members or elements */
     size_t count;            /* how many keys, items or spans; qjson_escape: bytes consumed;
-                                qjson_parse: bytes the document allocated anew */
+                                qjson_parse: native bytes to charge a GC for */
     qjson_error error;       /* qjson_parse: why the text was rejected */
     qjson_scratch *scratch;  /* owned by the reader */
 } qjson_reader;
@@ -183,9 +183,11 @@ void qjson_reader_free(qjson_reader *reader);
 
 /* Parses and fully validates json[0..len). Returns NULL on invalid JSON or
    bad options, with the reason in reader->error (reader may be NULL).
-   options may be NULL. On success reader->count is the native memory the
-   document allocated beyond what it reused (freed documents are recycled):
-   what a garbage collector should be told about. */
+   options may be NULL. On success reader->count is the native memory a
+   garbage collector should be told about: what the document allocated
+   anew, or, when a recycled document had the room, the part of its index
+   the text fills (garbage the collector cannot see once the document is
+   dropped, reused or not). */
 qjson_doc *qjson_parse(const char *json, size_t len, const qjson_options *options,
                        qjson_reader *reader);
 

@@ -133,7 +133,8 @@ local DATA, MISUSE = 0, 2
 
 -- Parses `text` for `fname` in reader R's section (see
 -- lua/qjson/ffi.lua); returns the native handle (the caller owns it), the
--- bytes of native memory it allocated anew and, for a small text when
+-- bytes of native memory to charge the collector for (see `track` in
+-- lua/qjson/doc.lua) and, for a small text when
 -- `small` is set, the block that names its document (none of its own:
 -- see "Small documents" in docs/architecture.md), which the caller keeps
 -- alive as long as it uses the handle; or nil, the message and its level.

@@ -262,7 +262,8 @@ unsafe fn split<'r>(reader: *mut qjson_reader) -> Option<(&'r mut qjson_reader, 
 }
 
 /// Parses and validates `json[0..len)`; on success sets `reader.count` to
-/// the bytes the document allocated anew, on failure returns NULL and
+/// the bytes to charge the caller's collector for
+/// (`Document::charged_bytes`), on failure returns NULL and
 /// leaves the reason in `reader.error` (when `reader` is not NULL).
 ///
 /// # Safety
@@ -283,9 +284,9 @@ pub unsafe extern "C" fn qjson_parse(
             let mut doc = pool::take();
             match doc.load(input, opts) {
                 Ok(()) => {
-                    let grown = doc.grown_bytes();
+                    let charged = doc.charged_bytes();
                     handle = Box::into_raw(doc);
-                    Ok(grown)
+                    Ok(charged)
                 }
                 Err(e) => {
                     pool::give_back(doc);

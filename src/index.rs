@@ -59,6 +59,12 @@ impl Index {
         self.escapes.clear();
     }
 
+    /// Bytes of the index the current text fills (its entries, links
+    /// and escapes), whatever room the vectors have beyond them.
+    pub fn filled_bytes(&self) -> usize {
+        4 * (self.positions.len() + self.escapes.len() + self.links.len())
+    }
+
     /// Bytes of heap this index holds on to.
     pub fn retained_bytes(&self) -> usize {
         4 * (self.positions.capacity() + self.escapes.capacity() + self.links.capacity())

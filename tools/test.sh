@@ -165,6 +165,8 @@ tap_tests "install: luarocks (both rockspecs), make install, loaded from the tre
 check "qjson.sse in a real nginx body filter" tools/nginx-lua spec/nginx/sse_body_filter.lua
 check "bounded memory: 2000 x 1 MB parses, RSS within 64 MB (tools/soak.lua)" \
     luajit tools/soak.lua memory 2000 64
+check "bounded memory with 90 MB of Lua objects alive: 20000 x 100 KB parses (tools/soak.lua)" \
+    luajit tools/soak.lua heap 90 20000 32
 check "memory given back: RSS after a burst of 8 x 25 MB bodies (tools/soak.lua)" \
     luajit tools/soak.lua burst 25 16
 tap_tests "valgrind memcheck, JIT off: parse, safe, decode, eager, encode, re-entry specs" \

@@ -55,7 +55,7 @@ Doc.__index = Doc
 -- lua/qjson/lazy.lua keep their other fields beside.
 local PTR = 1
 -- A document's slot in the tracking lists and the native bytes its parse
--- allocated anew, beside PTR in the array part: as named fields they made
+-- charged the collector, beside PTR in the array part: as named fields they made
 -- the root's hash part 8 nodes instead of 4 (see `_M.new`). A small
 -- document has no slot (false) and keeps its block (see `parse_small` in
 -- lua/qjson.lua) in BLOCK instead.
@@ -303,9 +303,13 @@ end
 -- document waits in `pending` for the next parse.
 --
 -- The collector cannot see the native memory (index, lookup tables), so
--- each parse counts in `native_debt` what it allocated anew since the
--- last cycle (documents freed before are recycled with their buffers,
--- which costs nothing new). Lua lets its own garbage grow with the heap
+-- each parse counts in `native_debt` what it charges since the last
+-- cycle: what it allocated anew or, in a recycled document, the index
+-- its text fills. A recycled document is garbage the collector must find
+-- as much as a new one: counted as nothing, the cycle was paced by Lua's
+-- own allocations alone, and with 92 MB of Lua objects alive the parked
+-- documents of 100 KB parses grew by 900 MB in 80 000 parses
+-- (`luajit tools/soak.lua heap`). Lua lets its own garbage grow with the heap
 -- before a cycle starts (the pause), and native garbage gets the same
 -- allowance: half the Lua heap at the last sweep, at least GC_PACE_BYTES.
 -- Past it, every GC_PACE_BYTES the collector does the incremental work
@@ -472,8 +476,8 @@ local function add_slots()
 end
 
 -- Takes charge of a native handle from qjson_parse, at `address` (a Lua
--- number: see `address_of`), which allocated `bytes` of native memory
--- anew: it is freed once `state` (a table whose [PTR] is set to false
+-- number: see `address_of`), whose parse charges the collector `bytes` of
+-- native memory: it is freed once `state` (a table whose [PTR] is set to false
 -- should lua_close free it first) has been collected; returns its
 -- slot. Documents (below) and qjson.decode's proxy states
 -- (lua/qjson/lazy.lua) are such states. A small document's handle (its
@@ -517,8 +521,8 @@ local function address_of(ptr)
 end
 _M.address_of = address_of
 
--- Wraps a native handle from qjson_parse, which allocated `bytes` of
--- native memory anew, or a small document's handle and its `block`.
+-- Wraps a native handle from qjson_parse, which charges the collector
+-- `bytes` of native memory, or a small document's handle and its `block`.
 -- `src` is the Lua string the handle borrows: keeping it in the state
 -- keeps it alive exactly as long as the handle can be read. The root
 -- document is its own state (one table per parse); a cursor refers to its

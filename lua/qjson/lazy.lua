@@ -866,7 +866,7 @@ _M.tape_value = tape_value
 local ARRAYLESS_CHECKED = 4096
 
 -- The value of `text`, just parsed into the native document ptr (which
--- allocated `bytes` anew): the root proxy, whose state takes charge of
+-- charges the collector `bytes`): the root proxy, whose state takes charge of
 -- ptr; or, for a scalar root, the scalar, and ptr is freed at once.
 function _M.root(ptr, text, bytes, block)
     local b = first_byte(text)
