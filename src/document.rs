@@ -132,9 +132,9 @@ impl<'a> Document<'a> {
     /// the part of the index this text fills. A dropped document pins its
     /// index until the collector finds it dead, and a reused one's index
     /// is garbage the collector cannot see as much as a new one's: counted
-    /// as nothing, it let a loop of 100 KB parses with 92 MB of Lua objects
-    /// alive pin 1 GB of parked documents after 80 000 parses, still
-    /// growing (`luajit tools/soak.lua heap`, in `make test`). Not the
+    /// as nothing, 18 000 parses of a 100 KB body with 95 MB of Lua objects
+    /// alive grew VmRSS by 701 MB, still growing (`luajit tools/soak.lua
+    /// heap`, in `make test`, which now sees it flat). Not the
     /// document's whole capacity: a document parked after a large body
     /// and reused for small ones would charge the large body each time.
     pub fn charged_bytes(&self) -> usize {

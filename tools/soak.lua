@@ -24,8 +24,9 @@
 --       the document; fails if VmRSS grows by more than `bound_mb`
 --       (default 32) after the first 2 000. A reused pooled document must
 --       still count towards the collector's pacing: when it counted as
---       nothing, the parked documents grew with every parse (+900 MB
---       after 80 000 here), the cycle being paced by the Lua heap alone.
+--       nothing, the parked documents grew with every parse (+701 MB
+--       here, to 1 106 MB), the cycle being paced by Lua's allocations
+--       alone.
 --   luajit tools/soak.lua truncations [file.json...]
 --       Every single-byte truncation of twitter, citm_catalog and canada
 --       (or of the corpus files named)
