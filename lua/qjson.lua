@@ -172,12 +172,13 @@ end
 -- returns the document, or nil, the message and its level.
 local function parse(text, opts, safe, fname, from, len)
     local R = enter()
-    local ptr, detail, block = parse_native(text, opts, fname or "parse", R, true, from, len)
+    local ptr, detail, block_or_level = parse_native(text, opts, fname or "parse", R, true,
+                                                     from, len)
     leave(R)
     if not ptr then
-        return nil, detail, block
+        return nil, detail, block_or_level
     end
-    return new_doc(ptr, text, safe, detail, block)
+    return new_doc(ptr, text, safe, detail, block_or_level)
 end
 
 -- qjson.parse(text [, options]): a validated document. Raises on invalid
@@ -235,12 +236,12 @@ local function decode(text, opts)
         return v
     end
     local R = enter()
-    local ptr, detail, block = parse_native(text, opts, "decode", R, true)
+    local ptr, detail, block_or_level = parse_native(text, opts, "decode", R, true)
     leave(R)
     if not ptr then
-        return nil, detail, block
+        return nil, detail, block_or_level
     end
-    return lazy.root(ptr, text, detail, block)
+    return lazy.root(ptr, text, detail, block_or_level)
 end
 
 -- qjson.decode(text [, options]): like cjson.decode, but objects and

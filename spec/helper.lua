@@ -42,9 +42,8 @@ end
 -- native one of its own, tracked and freed by lua/qjson/doc.lua, rather
 -- than a small one (see "Small documents" in docs/architecture.md).
 function _M.pooled(text)
-    local ffi = require("ffi")
-    require("qjson.ffi")
-    return text .. string.rep(" ", ffi.C.QJSON_SMALL_MAX_BYTES + 1 - #text)
+    local C = require("qjson.ffi").C
+    return text .. string.rep(" ", C.QJSON_SMALL_MAX_BYTES + 1 - #text)
 end
 
 -- A deterministic chat-completion request of about `bytes` bytes: each

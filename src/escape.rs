@@ -192,14 +192,13 @@ pub fn escape_into(src: &[u8], escape_slash: bool, out: &mut Vec<u8>) {
 #[inline(never)]
 fn escape_from(src: &[u8], mut read: usize, escape_slash: bool, out: &mut Vec<u8>) {
     loop {
-        let rest = src.get(read..).unwrap_or_default();
-        out.reserve(rest.len() + 1 + CHUNK);
+        out.reserve(src.len() - read + 1 + CHUNK);
         let dst = out.as_mut_ptr();
         let mut len = out.len();
-        // SAFETY: the room reserved holds every plain byte of `rest`, the
-        // closing quote and a chunk past them: each store starts at most
-        // `rest.len()` bytes past the first `len` and is CHUNK long; the
-        // length covers the bytes of `src` stored so far.
+        // SAFETY: the room reserved holds every byte of `src` from `read`
+        // on, the closing quote and a chunk past them: each store starts
+        // at most that many bytes past the first `len` and is CHUNK long;
+        // the length covers the bytes of `src` stored so far.
         unsafe {
             loop {
                 let rest = src.get(read..).unwrap_or_default();

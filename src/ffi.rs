@@ -328,7 +328,7 @@ pub unsafe extern "C" fn qjson_parse_small(
     };
     // SAFETY: the caller's guarantees are parse_with's.
     match unsafe { parse_with(json, len, options, reader, load) } {
-        OK => block.cast::<u8>().wrapping_add(SMALL_TAG).cast(),
+        OK => small_handle(block),
         _ => ptr::null_mut(),
     }
 }
@@ -441,6 +441,16 @@ fn is_small(doc: *const qjson_doc) -> bool {
     doc.addr() & SMALL_TAG != 0
 }
 
+/// The handle of the small document `block` names.
+fn small_handle(block: *mut small::Block) -> *mut qjson_doc {
+    block.cast::<u8>().wrapping_add(SMALL_TAG).cast()
+}
+
+/// The block of a small document's handle (see [`is_small`]).
+fn small_block(doc: *mut qjson_doc) -> *const small::Block {
+    doc.cast::<u8>().wrapping_sub(SMALL_TAG).cast()
+}
+
 /// Releases a document.
 ///
 /// # Safety
@@ -472,7 +482,7 @@ unsafe fn with_reader(
         let doc = if is_small(doc) {
             // SAFETY: the caller guarantees a block qjson_parse_small filled;
             // the reference is dropped before this call returns.
-            unsafe { small::attach(doc.cast::<u8>().wrapping_sub(SMALL_TAG).cast()) }
+            unsafe { small::attach(small_block(doc)) }
         } else {
             // SAFETY: the caller guarantees doc is NULL or a live,
             // unaliased document.

@@ -100,6 +100,24 @@ local VARIANTS = {
     end },
 }
 
+-- Calls `run(i)` for i = 1 .. n, sampling VmRSS every SAMPLE_EVERY calls
+-- (and after the last) once the first `warm_up` are done; returns VmRSS
+-- after the warm-up, the most it reached and the CPU seconds since.
+local function sample_rss(run, n, warm_up)
+    for i = 1, warm_up do run(i) end
+    local start = rss()
+    local max = start
+    local t0 = os.clock()
+    for i = warm_up + 1, n do
+        run(i)
+        if i % SAMPLE_EVERY == 0 or i == n then
+            local now = rss()
+            if now > max then max = now end
+        end
+    end
+    return start, max, os.clock() - t0
+end
+
 local function memory(documents, bound_mb)
     local failed = false
     for _, variant in ipairs(VARIANTS) do
@@ -108,19 +126,9 @@ local function memory(documents, bound_mb)
         local bytes = #text_of(1)
         collectgarbage()
         local warm_up = math.min(SAMPLE_EVERY, documents)
-        for i = 1, warm_up do run(text_of(i)) end
-        local start = rss()
-        local max = start
-        local t0 = os.clock()
-        for i = warm_up + 1, documents do
-            run(text_of(i))
-            if i % SAMPLE_EVERY == 0 or i == documents then
-                local now = rss()
-                if now > max then max = now end
-            end
-        end
+        local start, max, seconds = sample_rss(function(i) run(text_of(i)) end, documents,
+                                               warm_up)
         local _, hwm = rss()
-        local seconds = os.clock() - t0
         local over = max - start > bound_mb
         failed = failed or over
         print(("%-24s %7d x %.2f MB: VmRSS after warm-up %.0f MB, max %.0f MB (+%.0f), "
@@ -187,24 +195,14 @@ local function heap(heap_mb, documents, bound_mb)
     end
     local text = "[" .. string.rep('{"a":1,"b":[2,3]},', 5600) .. "0]"
     local warm_up = math.min(2000, documents)
-    for _ = 1, warm_up do
+    local start, max, seconds = sample_rss(function()
         assert(qjson.parse(text):get_f64("[5].b[1]") == 3)
-    end
-    local start = rss()
-    local max = start
-    local t0 = os.clock()
-    for i = warm_up + 1, documents do
-        assert(qjson.parse(text):get_f64("[5].b[1]") == 3)
-        if i % SAMPLE_EVERY == 0 then
-            local now = rss()
-            if now > max then max = now end
-        end
-    end
+    end, documents, warm_up)
     local ok = max - start <= bound_mb
     print(("%.0f MB of Lua objects alive (%d tables), %d x %.0f KB dense: VmRSS after"
            .. " warm-up %.0f MB, max %.0f MB (+%.0f), %.1f us a parse%s"):format(
         collectgarbage("count") / 1024, #keep, documents, #text / 1e3, start, max, max - start,
-        (os.clock() - t0) / (documents - warm_up) * 1e6,
+        seconds / (documents - warm_up) * 1e6,
         ok and "" or ("  FAILED: grew more than " .. bound_mb .. " MB")))
     return ok
 end

@@ -57,7 +57,7 @@ local PTR = 1
 -- A document's slot in the tracking lists and the native bytes its parse
 -- charged the collector, beside PTR in the array part: as named fields they made
 -- the root's hash part 8 nodes instead of 4 (see `_M.new`). A small
--- document has no slot (false) and keeps its block (see `parse_small` in
+-- document has no slot (false) and keeps its block (see `parse_native` in
 -- lua/qjson.lua) in BLOCK instead.
 local SLOT, BYTES, BLOCK = 2, 3, 4
 
@@ -285,7 +285,7 @@ function Doc:open(path)
 end
 
 -- Native lifetimes, of the documents of texts too long to be small ones
--- (a small document holds no native memory: see `parse_small` in
+-- (a small document holds no native memory: see `parse_native` in
 -- lua/qjson.lua). A cdata finalizer per document costs LuaJIT about as
 -- much as parsing a small document, so documents are freed in sweeps
 -- instead: `handles[slot]` owns a document's native pointer and

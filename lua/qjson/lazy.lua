@@ -23,7 +23,7 @@
 --                 second one is made: `reg[proxy]` is the proxy's code and
 --                 `reg[code]` the proxy
 --   [BLOCK]       a small text's block, which names its document (see
---                 `parse_small` in lua/qjson.lua), false for a document
+--                 `parse_native` in lua/qjson.lua), false for a document
 --                 of its own (tracked by lua/qjson/doc.lua)
 --
 -- and its hash part holds the metamethods and nothing else. LuaJIT sizes

@@ -85,6 +85,19 @@ static STAMPS: AtomicU64 = AtomicU64::new(1);
 const STAMP_BATCH: u64 = 1 << 20;
 
 impl Block {
+    /// The block naming the parse of `src` under `opts`, stamped `stamp`.
+    fn new(src: &[u8], opts: &Options, stamp: u64) -> Block {
+        Block {
+            text: src.as_ptr(),
+            len: src.len() as u32,
+            max_depth: opts.max_depth,
+            duplicate_keys: u32::from(opts.duplicate_keys == DuplicateKeys::Error),
+            reserved: 0,
+            stamp,
+        }
+    }
+
+    /// The options [`Block::new`] was given.
     fn options(&self) -> Options {
         Options {
             max_depth: self.max_depth,
@@ -202,14 +215,7 @@ pub unsafe fn parse(src: &'static [u8], opts: &Options, block: &mut Block) -> Re
     };
     let stamp = slots.stamp();
     slots.load(src, opts, stamp)?;
-    *block = Block {
-        text: src.as_ptr(),
-        len: src.len() as u32,
-        max_depth: opts.max_depth,
-        duplicate_keys: u32::from(opts.duplicate_keys == DuplicateKeys::Error),
-        reserved: 0,
-        stamp,
-    };
+    *block = Block::new(src, opts, stamp);
     Ok(())
 }
 
@@ -383,7 +389,7 @@ mod tests {
         // SAFETY: 'static texts; the block stays in its Box.
         let long = unsafe { parse(&LONG, &opts, &mut block) }.unwrap_err();
         assert_eq!(long.code, ErrorCode::BadArgument);
-        let exact = &LONG[..MAX_BYTES - 1];
+        let exact = &LONG[..MAX_BYTES];
         for bad in [exact, b"{\"a\":1,}", b"[\"\\x\"]", b"{\"a\":1,\"a\":2}"] {
             let strict = Options {
                 duplicate_keys: DuplicateKeys::Error,
