@@ -15,8 +15,8 @@ local vmdef = require("jit.vmdef")
 local jit_attach, jit_flush, jit_opt = jit.attach, jit.flush, jit.opt
 local format, find, string_dump = string.format, string.find, string.dump
 local concat = table.concat
-local type, tostring, pcall, assert, error, pairs, ipairs =
-    type, tostring, pcall, assert, error, pairs, ipairs
+local type, tostring, pcall, assert, error, pairs, ipairs, getmetatable, newproxy =
+    type, tostring, pcall, assert, error, pairs, ipairs, getmetatable, newproxy
 
 -- Enough for a loop to get its own trace after an unlucky start: when a
 -- callee called several times per iteration gets hot first, its function
@@ -401,6 +401,48 @@ describe("JIT compilation of the getters", function()
             end
         end)
         assert.equal(0, bad)
+    end)
+
+    it("decode of small documents across collection cycles", function()
+        -- The first parse after each cycle sweeps dead documents: a
+        -- branch of every parse, taken once a cycle, whose side trace is
+        -- recorded once it has been taken a few times. It must compile
+        -- like the rest: a builtin there made that trace stitch, and
+        -- loops that later recorded through it linked to it instead of
+        -- inlining the parse. A large table every 16 calls (no builtin
+        -- call in the loop) ends a cycle every few thousand.
+        local new_tab = require("table.new")
+        -- Counts cycles: a finalizer that runs once per cycle, as each
+        -- collects the proxy the last one made.
+        local cycles = 0
+        local function count_cycles()
+            getmetatable(newproxy(true)).__gc = function()
+                cycles = cycles + 1
+                count_cycles()
+            end
+        end
+        count_cycles()
+        -- Cycles that start at once and do ten times the usual work per
+        -- byte allocated: enough of them whatever the suite left alive.
+        local pause = collectgarbage("setpause", 100)
+        local stepmul = collectgarbage("setstepmul", 2000)
+        local bad = 0
+        finally(function()
+            collectgarbage("setpause", pause)
+            collectgarbage("setstepmul", stepmul)
+        end)
+        assert_compiles(function()
+            for i = 1, 200 * ITERATIONS do
+                local t = qjson.decode(TOOL_CALL)
+                if #t.order_id + t.options.max_items ~= 32 then bad = bad + 1 end
+                if i % 16 == 0 then
+                    local _ = new_tab(10000, 0)
+                end
+            end
+        end)
+        assert.equal(0, bad)
+        -- Enough cycles for the sweep's branch to get a trace of its own.
+        assert.is_true(cycles >= 20, cycles .. " cycles")
     end)
 
     it("a streamed event read by qjson.sse and parsed where it came in", function()
