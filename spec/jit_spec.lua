@@ -412,13 +412,13 @@ describe("JIT compilation of the getters", function()
         -- inlining the parse. A large table every 16 calls (no builtin
         -- call in the loop) ends a cycle every few thousand.
         local new_tab = require("table.new")
-        -- Counts cycles: a finalizer that runs once per cycle, as each
-        -- collects the proxy the last one made.
-        local cycles = 0
+        -- Counts cycles while the test runs: a finalizer that runs once
+        -- per cycle, as each collects the proxy the last one made.
+        local cycles, counting = 0, true
         local function count_cycles()
             getmetatable(newproxy(true)).__gc = function()
                 cycles = cycles + 1
-                count_cycles()
+                if counting then count_cycles() end
             end
         end
         count_cycles()
@@ -428,6 +428,7 @@ describe("JIT compilation of the getters", function()
         local stepmul = collectgarbage("setstepmul", 2000)
         local bad = 0
         finally(function()
+            counting = false
             collectgarbage("setpause", pause)
             collectgarbage("setstepmul", stepmul)
         end)

@@ -323,9 +323,8 @@ end
 -- `luajit benches/heap_pacing.lua 300000`.)
 local GC_PACE_BYTES = 1024 * 1024
 local native_debt = 0
+-- 0 from a sweep until `pace` sets the cycle's allowance.
 local paced = GC_PACE_BYTES
--- Whether `paced` holds this cycle's allowance yet (see `pace`).
-local allowance_set = true
 local handles = {}
 local alive = setmetatable({}, { __mode = "v" })
 local cycle = setmetatable({ {} }, { __mode = "v" })
@@ -392,7 +391,6 @@ local function sweep()
     cycle[1] = {}
     native_debt = 0
     paced = 0
-    allowance_set = false
 end
 
 -- Called when the debt of native memory reaches `paced` plus
@@ -400,8 +398,7 @@ end
 -- the heap in bytes (the count is in KB); past the allowance, has the
 -- collector do the work for the debt beyond it.
 local function pace()
-    if not allowance_set then
-        allowance_set = true
+    if paced == 0 then
         local allowance = collectgarbage("count") * 512
         paced = allowance > GC_PACE_BYTES and allowance or GC_PACE_BYTES
         if native_debt < paced + GC_PACE_BYTES then

@@ -445,6 +445,7 @@ unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> Result<()> 
     // classifying it (350 instructions of a scan's 790).
     let mut found = [MaybeUninit::<(u32, u64)>::uninit(); RUN];
     let mut escapes = [MaybeUninit::<(u32, u64)>::uninit(); RUN];
+    let control = |ControlAt(at)| control_error(input, at);
     while scanner.pos < len {
         let run_end = scanner.whole.min(scanner.pos + 64 * RUN);
         // 64 offsets per block of the run and of the tail it may take.
@@ -458,16 +459,16 @@ unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> Result<()> 
             // SAFETY: the sink has room for 64 offsets per block of the
             // run, plus the writer's slack; the caller vouches for the
             // CPU.
-            let n_escapes = unsafe { scanner.run(run_end, &mut sink, &mut escapes) }
-                .map_err(|ControlAt(at)| control_error(input, at))?;
+            let n_escapes =
+                unsafe { scanner.run(run_end, &mut sink, &mut escapes) }.map_err(control)?;
             sink.finish(positions);
             n_escapes
         } else {
             let mut sink = Keep::new(&mut found);
             // SAFETY: the sink has a slot per block of a run; the caller
             // vouches for the CPU.
-            let n_escapes = unsafe { scanner.run(run_end, &mut sink, &mut escapes) }
-                .map_err(|ControlAt(at)| control_error(input, at))?;
+            let n_escapes =
+                unsafe { scanner.run(run_end, &mut sink, &mut escapes) }.map_err(control)?;
             // SAFETY: the run wrote the sink's first `len()` slots.
             push_masks(simd, positions, unsafe { written(&found, sink.len()) });
             n_escapes
