@@ -76,6 +76,48 @@ describe("qjson.decode", function()
                 end
             end
         end)
+        -- Past a few proxies the registry moves to larger tables, again and
+        -- again as a handler makes more (lua/qjson/lazy.lua, "The
+        -- registry"): every proxy made before a move keeps its identity,
+        -- its code and its writes, in a small text and a large one.
+        it("keeps identity, place and writes of proxies across the registry's growth", function()
+            local small = "[" .. string.rep("[],", 39) .. "[]]"
+            assert.is_true(#small < 128)
+            local parts = {}
+            for i = 1, 300 do
+                parts[i] = '{"id":' .. i .. ',"content":[{"text":"m' .. i .. '"}]}'
+            end
+            local large = "[" .. table.concat(parts, ",") .. "]"
+            for _, text in ipairs({ small, large }) do
+                local t = qjson.decode(text)
+                local n = qjson.len(t)
+                local order = {}
+                for i = 1, n do order[i] = (i * 37) % n + 1 end
+                local kept = {}
+                for _, i in ipairs(order) do kept[i] = t[i] end
+                local inner = {}
+                if text == large then
+                    for i = n, 1, -1 do inner[i] = t[i].content[1] end
+                end
+                local expect = cjson.decode(text)
+                for i = 1, n do
+                    assert.equal(kept[i], t[i])
+                    if text == large then
+                        assert.equal(inner[i], t[i].content[1])
+                        assert.equal(i, kept[i].id)
+                        assert.equal("m" .. i, inner[i].text)
+                        if i % 7 == 0 then
+                            inner[i].text = "w" .. i
+                            expect[i].content[1].text = "w" .. i
+                        end
+                    elseif i % 7 == 0 then
+                        kept[i][1] = i
+                        expect[i][1] = i
+                    end
+                end
+                assert.same(expect, cjson.decode(qjson.encode(t)))
+            end
+        end)
         it("decodes a scalar root to the scalar", function()
             assert.equal(5, qjson.decode(" 5 "))
             assert.equal("s", qjson.decode('"s"'))

@@ -18,10 +18,11 @@
 --   [EDITS]       the edits made from them, false until asked for
 --   [CHILD], [CHILD_CODE]
 --                 the first proxy made for a container inside the root,
---                 and its code
---   [REG]         the registry of the others, both ways, false until a
---                 second one is made: `reg[proxy]` is the proxy's code and
---                 `reg[code]` the proxy
+--                 and its code; once a second one is made, the
+--                 registry's proxy-to-code table and its room (see
+--                 "The registry" below)
+--   [REG]         the registry's code-to-proxy table, false until a
+--                 second proxy is made
 --   [BLOCK]       a small text's block, which names its document (see
 --                 `parse_native` in lua/qjson.lua), false for a document
 --                 of its own (tracked by lua/qjson/doc.lua)
@@ -145,8 +146,64 @@ local function depth_in(code)
 end
 _M.depth_in = depth_in
 
--- Texts shorter than this hold few containers (see `proxy_at`).
+-- The registry.
+--
+-- A document's first proxy below the root is kept in two slots, [CHILD]
+-- and [CHILD_CODE]. With the second, the document gets a registry of its
+-- proxies below the root, both ways, and those slots change meaning:
+-- [REG] maps codes to proxies, [BY_PROXY] (what was [CHILD]) proxies to
+-- codes, and [ROOM] (what was [CHILD_CODE]) counts the proxies that fit
+-- before the tables must grow. No code equals a room (a code below the
+-- root is at least SPAN or negative), so `proxy_at`'s check of
+-- [CHILD_CODE] needs no look at which meaning holds.
+--
+-- A new registry is one table holding both ways ([REG] and [BY_PROXY] the
+-- same table), sized for the few proxies a handler of a small document
+-- makes. When it is full, the registry moves to two tables, each with room
+-- for GROWTH times the proxies it holds, and does so again whenever they
+-- fill. Left to itself LuaJIT grows a table by doubling, rehashing every
+-- entry each time, which cost a loop reading `m[i].content[1].text` over
+-- a thousand messages more than everything else it did; and one table of
+-- both ways passes LuaJIT's allocator's threshold for mapping memory of
+-- its own (128 KB, page faults on every use) at half the proxies two
+-- tables do. Growth stays amortised constant work per proxy.
+local BY_PROXY, ROOM = CHILD, CHILD_CODE
+local GROWTH = 4
+
+-- Texts shorter than this hold few containers (see `new_registry`).
 local SMALL_TEXT = 128
+
+-- Gives state st a registry holding its first proxy below the root.
+local function new_registry(st)
+    -- Room for the proxies a handler makes (growing costs more than the
+    -- room): two in a text that can only hold a few, four in any other.
+    local room = #st[SRC] < SMALL_TEXT and 2 or 4
+    local reg = new_tab(0, 2 * room)
+    local first, code = st[CHILD], st[CHILD_CODE]
+    reg[code], reg[first] = first, code
+    st[REG], st[BY_PROXY], st[ROOM] = reg, reg, room - 1
+    return reg
+end
+
+-- Moves the full registry of state st to two tables with room for GROWTH
+-- times the proxies it holds; returns the new code-to-proxy table.
+local function grow_registry(st)
+    local by_proxy = st[BY_PROXY]
+    local n = 0
+    for _ in next, by_proxy do n = n + 1 end
+    if by_proxy == st[REG] then
+        -- One table both ways: two entries a proxy.
+        n = n / 2
+    end
+    local new_by_code, new_by_proxy = new_tab(0, GROWTH * n), new_tab(0, GROWTH * n)
+    for proxy, code in next, by_proxy do
+        if type(code) == "number" then
+            new_by_code[code], new_by_proxy[proxy] = proxy, code
+        end
+    end
+    st[REG], st[BY_PROXY], st[ROOM] = new_by_code, new_by_proxy, (GROWTH - 1) * n
+    return new_by_code
+end
 
 -- The proxy for the container at `cursor` of type `t` in the document
 -- with state st, a member or element of the proxy with code `parent`: the
@@ -163,19 +220,21 @@ local function proxy_at(st, cursor, t, parent)
         -- Not a tail call: `return setmetatable(...)` ends the trace of a
         -- function that got one of its own ("leaving loop in root trace").
         p = setmetatable({}, st)
-        if not st[CHILD] then
-            st[CHILD], st[CHILD_CODE] = p, c
-        else
-            if not reg then
-                -- Room for the proxies a handler makes (growing a table
-                -- rehashes it, which costs more than the room): one more
-                -- in a text that can only hold a few, four in any other.
-                reg = new_tab(0, #st[SRC] < SMALL_TEXT and 2 or 8)
-                st[REG] = reg
+        if not reg then
+            if not st[CHILD] then
+                st[CHILD], st[CHILD_CODE] = p, c
+                return p
             end
-            reg[c] = p
-            reg[p] = c
+            reg = new_registry(st)
         end
+        local room = st[ROOM]
+        if room == 0 then
+            reg = grow_registry(st)
+            room = st[ROOM]
+        end
+        st[ROOM] = room - 1
+        reg[c] = p
+        st[BY_PROXY][p] = c
     end
     return p
 end
@@ -219,9 +278,11 @@ end
 
 -- The code of a proxy of state st.
 local function code_of(st, proxy)
-    if proxy == st[CHILD] then return st[CHILD_CODE] end
-    local reg = st[REG]
-    local code = reg and reg[proxy]
+    if not st[REG] then
+        if proxy == st[CHILD] then return st[CHILD_CODE] end
+        return root_code(st[SRC])
+    end
+    local code = st[BY_PROXY][proxy]
     if code then return code end
     return root_code(st[SRC])
 end
