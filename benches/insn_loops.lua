@@ -6,11 +6,11 @@
 --   luajit benches/insn_loops.lua WORKLOAD N
 --
 -- runs WORKLOAD N times over the payloads of make bench (benches/
--- payloads.lua): the 64-byte tool call and one SSE chunk, a 4.5 KB
--- chat request in Chinese, and github-100k's list of issues. Two runs that
--- differ only in N differ by N workloads' instructions (start-up, JIT
--- compilation and warm-up cancel), which is how tools/lua_insns.sh
--- reports instructions per workload. cjson is the first cjson on
+-- payloads.lua): the 64-byte tool call and one SSE chunk, the 2 KB chat
+-- request, a 4.5 KB chat request in Chinese, and github-100k's list of
+-- issues. Two runs that differ only in N differ by N workloads'
+-- instructions (start-up, JIT compilation and warm-up cancel), which is
+-- how tools/lua_insns.sh reports instructions per workload. cjson is the first cjson on
 -- package.cpath (tools/lua_insns.sh puts OpenResty's fork first).
 
 package.path = "lua/?.lua;benches/?.lua;" .. package.path
@@ -22,6 +22,7 @@ local payloads = require("payloads")
 local TOOL = payloads.TOOL_CALL
 local SSE = payloads.sse_events(3)[2]
 local CJK = payloads.chat_cjk(4096)
+local CHAT = payloads.chat(2048)
 local CJK_ESCAPED = payloads.ascii_escaped(CJK)
 local EAGER = { lazy = false }
 -- Made by the first workload that reads it.
@@ -94,6 +95,11 @@ workloads = {
     end,
     ["sse-add"] = function(lib, k)
         return set_and_encode(lib, SSE, "x_gateway", k)
+    end,
+    -- The 2 KB chat request of make bench, decoded to plain tables.
+    ["chat-eager"] = function(lib, k)
+        local t = lib.eager(CHAT)
+        return #t.model + #t.messages + k
     end,
     -- A 4.5 KB chat request in Chinese, decoded to plain tables: its
     -- strings' UTF-8 checks (src/eager/walk.rs).
