@@ -390,6 +390,26 @@ describe("JIT compilation of the getters", function()
         assert.equal(0, bad)
     end)
 
+    it("proxy reads over a list of messages, as the registry grows", function()
+        -- 900 proxies a document: the registry moves to larger tables
+        -- five times (lua/qjson/lazy.lua, "The registry").
+        local parts = {}
+        for i = 1, 300 do
+            parts[i] = '{"role":"user","content":[{"type":"text","text":"m' .. i .. '"}]}'
+        end
+        local text = '{"messages":[' .. concat(parts, ",") .. "]}"
+        local bad = 0
+        assert_compiles(function()
+            for _ = 1, ITERATIONS / 50 do
+                local m = qjson.decode(text).messages
+                local bytes = 0
+                for i = 1, qjson.len(m) do bytes = bytes + #m[i].content[1].text end
+                if bytes ~= 1092 then bad = bad + 1 end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
     it("decode of a small document and the reads a handler does", function()
         -- One document, state and proxy per call: the path that decides
         -- whether qjson.decode beats cjson on small bodies.
