@@ -160,15 +160,19 @@ _M.depth_in = depth_in
 -- A new registry is one table holding both ways ([REG] and [BY_PROXY] the
 -- same table), sized for the few proxies a handler of a small document
 -- makes. When it is full, the registry moves to two tables, each with room
--- for GROWTH times the proxies it holds, and does so again whenever they
--- fill. Left to itself LuaJIT grows a table by doubling, rehashing every
--- entry each time, which cost a loop reading `m[i].content[1].text` over
--- a thousand messages more than everything else it did; and one table of
--- both ways passes LuaJIT's allocator's threshold for mapping memory of
--- its own (128 KB, page faults on every use) at half the proxies two
--- tables do. Growth stays amortised constant work per proxy.
+-- for four times the proxies it holds, and does so again whenever they
+-- fill, up to tables of BIG_REGISTRY slots; from there on, to twice. Left
+-- to itself LuaJIT grows a table by doubling, rehashing every entry each
+-- time, which cost a loop reading `m[i].content[1].text` over a thousand
+-- messages more than everything else it did; and one table of both ways
+-- passes LuaJIT's allocator's threshold for mapping memory of its own
+-- (128 KB, page faults on every use) at half the proxies two tables do.
+-- Past that threshold growing by four would only add slack: two tables
+-- of 24-byte slots then hold a proxy in at most 96 bytes, as the one
+-- table LuaJIT doubled did. Growth stays amortised constant work per
+-- proxy.
 local BY_PROXY, ROOM = CHILD, CHILD_CODE
-local GROWTH = 4
+local BIG_REGISTRY = 4096
 
 -- Texts shorter than this hold few containers (see `new_registry`).
 local SMALL_TEXT = 128
@@ -185,8 +189,8 @@ local function new_registry(st)
     return reg
 end
 
--- Moves the full registry of state st to two tables with room for GROWTH
--- times the proxies it holds; returns the new code-to-proxy table.
+-- Moves the full registry of state st to two larger tables; returns the
+-- new code-to-proxy table.
 local function grow_registry(st)
     local by_proxy = st[BY_PROXY]
     local n = 0
@@ -195,13 +199,14 @@ local function grow_registry(st)
         -- One table both ways: two entries a proxy.
         n = n / 2
     end
-    local new_by_code, new_by_proxy = new_tab(0, GROWTH * n), new_tab(0, GROWTH * n)
+    local size = 4 * n <= BIG_REGISTRY and 4 * n or 2 * n
+    local new_by_code, new_by_proxy = new_tab(0, size), new_tab(0, size)
     for proxy, code in next, by_proxy do
         if type(code) == "number" then
             new_by_code[code], new_by_proxy[proxy] = proxy, code
         end
     end
-    st[REG], st[BY_PROXY], st[ROOM] = new_by_code, new_by_proxy, (GROWTH - 1) * n
+    st[REG], st[BY_PROXY], st[ROOM] = new_by_code, new_by_proxy, size - n
     return new_by_code
 end
 
