@@ -392,7 +392,7 @@ describe("JIT compilation of the getters", function()
 
     it("proxy reads over a list of messages, as the registry grows", function()
         -- 900 proxies a document: the registry moves to larger tables
-        -- five times (lua/qjson/lazy.lua, "The registry").
+        -- four times (lua/qjson/lazy.lua, "The registry").
         local parts = {}
         for i = 1, 300 do
             parts[i] = '{"role":"user","content":[{"type":"text","text":"m' .. i .. '"}]}'
