@@ -255,6 +255,32 @@ describe("qjson.decode", function()
             t.model = "c"
             assert.equal('{"x":1,"model":"c"}', qjson.encode(t))
         end)
+        -- A change record learns whether a written key repeats from the
+        -- lookup that finds it (qjson_raw_key): exactly for an object of
+        -- up to 16 members, and for a larger one searched through its
+        -- table, whether any of its keys repeats.
+        it("replaces a key that does not repeat beside keys that do", function()
+            local t = qjson.decode('{"x":1,"model":"a","x":2}')
+            t.model = "b"
+            assert.equal('{"x":1,"model":"b","x":2}', qjson.encode(t))
+            local keys = {}
+            for i = 1, 20 do keys[i] = '"k' .. i .. '":' .. i end
+            local text = "{" .. table.concat(keys, ",") .. ',"k1":0}'
+            for _, searches in ipairs({ 0, 50 }) do
+                t = qjson.decode(text)
+                -- Enough reads of the object that it gets its table.
+                for _ = 1, searches do assert.equal(7, t.k7) end
+                t.k2 = "two"
+                t.k1 = "one"
+                local expect = text:gsub('"k2":2', '"k2":"two"'):gsub('"k1":1,', '')
+                                   :gsub('"k1":0', '"k1":"one"')
+                assert.equal(expect, qjson.encode(t))
+                t = qjson.decode(text)
+                for _ = 1, searches do assert.equal(7, t.k7) end
+                t.k3 = 33
+                assert.equal((text:gsub('"k3":3', '"k3":33')), qjson.encode(t))
+            end
+        end)
         it("appends to arrays and shortens them", function()
             local t = qjson.decode('{"a": [1, 2]}')
             t.a[3] = { k = true }

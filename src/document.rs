@@ -256,16 +256,25 @@ impl<'a> Document<'a> {
     /// object) into the FFI's member read, where it is most of the work.
     #[inline(always)]
     pub fn member(&mut self, obj: u32, key: &[u8]) -> Option<u32> {
+        self.member_repeated(obj, key).map(|(at, _)| at)
+    }
+
+    /// [`Document::member`], and whether another member of the object
+    /// has the key too (or, for an object of more than 16 members
+    /// searched through its table, whether any key of it is repeated):
+    /// whether a change to the member must also drop other copies of it.
+    #[inline(always)]
+    pub fn member_repeated(&mut self, obj: u32, key: &[u8]) -> Option<(u32, bool)> {
         if self.tree().value_type(obj) != ValueType::Object {
             return None;
         }
         let last_wins = self.last_wins();
         self.read = true;
-        let found = self
+        let (found, repeated) = self
             .lookup
             .member(self.src, &mut self.index, obj, key, last_wins);
         self.remeasure();
-        found
+        found.map(|at| (at, repeated))
     }
 
     /// Brings `held` up to date after a read, which may have grown the

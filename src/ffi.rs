@@ -66,7 +66,8 @@ pub struct qjson_value {
     /// A number as a double.
     pub num: f64,
     /// An exact integer, the members of an object counting repeated keys
-    /// (`qjson_len`), or the offset of a path error.
+    /// (`qjson_len`), whether a key may be repeated (`qjson_raw_key`: 2,
+    /// else 1), or the offset of a path error.
     pub i64_: i64,
 }
 
@@ -621,8 +622,9 @@ fn read_found(
 }
 
 /// The value of member `key` (decoded bytes, `key_len` long, or NULL
-/// with 0) of the object at `cursor`, read into `reader.value` by `read`;
-/// `QJSON_NOT_FOUND` when there is none.
+/// with 0) of the object at `cursor`, read into `reader.value` by `read`,
+/// which is also told whether the key may be repeated
+/// (`Document::member_repeated`); `QJSON_NOT_FOUND` when there is none.
 ///
 /// # Safety
 /// As `with_reader`; `key` is valid for `key_len` bytes (or NULL with 0).
@@ -632,7 +634,7 @@ unsafe fn with_member(
     key: *const c_char,
     key_len: usize,
     reader: *mut qjson_reader,
-    read: impl FnOnce(&qjson_doc, u32, &mut qjson_value, &mut Vec<u8>) -> c_int,
+    read: impl FnOnce(&qjson_doc, u32, bool, &mut qjson_value, &mut Vec<u8>) -> c_int,
 ) -> c_int {
     // SAFETY: the caller's guarantees are with_reader's.
     unsafe {
@@ -644,8 +646,10 @@ unsafe fn with_member(
             if !doc.is_value(cursor) {
                 return ErrorCode::BadCursor as c_int;
             }
-            match doc.member(cursor, key) {
-                Some(at) => read(doc, at, &mut reader.value, &mut scratch.text),
+            match doc.member_repeated(cursor, key) {
+                Some((at, repeated)) => {
+                    read(doc, at, repeated, &mut reader.value, &mut scratch.text)
+                }
                 None => ErrorCode::NotFound as c_int,
             }
         })
@@ -666,12 +670,22 @@ pub unsafe extern "C" fn qjson_get_key(
     reader: *mut qjson_reader,
 ) -> c_int {
     // SAFETY: the caller's guarantees are with_member's.
-    unsafe { with_member(doc, cursor, key, key_len, reader, read_scalar) }
+    unsafe {
+        with_member(
+            doc,
+            cursor,
+            key,
+            key_len,
+            reader,
+            |doc, at, _, out, text| read_scalar(doc, at, out, text),
+        )
+    }
 }
 
 /// The exact source text of member `key` of the object at `cursor`, as
 /// `qjson_raw` gives it, and its cursor: where a change to that member
-/// goes, in one call.
+/// goes, in one call. `value.i64` is 2 when other members may have the
+/// key too (a change must then drop them), else 1.
 ///
 /// # Safety
 /// As `with_reader`; `key` is valid for `key_len` bytes (or NULL with 0).
@@ -684,7 +698,19 @@ pub unsafe extern "C" fn qjson_raw_key(
     reader: *mut qjson_reader,
 ) -> c_int {
     // SAFETY: the caller's guarantees are with_member's.
-    unsafe { with_member(doc, cursor, key, key_len, reader, read_raw) }
+    unsafe {
+        with_member(
+            doc,
+            cursor,
+            key,
+            key_len,
+            reader,
+            |doc, at, repeated, out, text| {
+                out.i64_ = 1 + i64::from(repeated);
+                read_raw(doc, at, out, text)
+            },
+        )
+    }
 }
 
 /// Reads element `index` (0-based) of the array at `cursor`, like

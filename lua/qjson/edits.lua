@@ -142,8 +142,8 @@ end
 local function record_edits(list, st, rec, R)
     local code = rec[R_CODE]
     if rec[R_SIMPLE] then
-        -- Members replaced, in a source without repeated keys: where they
-        -- are is known since their first writes (the first outside the
+        -- Members replaced whose keys the source does not repeat: where
+        -- they are is known since their first writes (the first outside the
         -- loop, see edits_of).
         local depth = rec[R_DEPTH]
         local j = FIELDS + 1

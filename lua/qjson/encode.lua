@@ -508,8 +508,8 @@ end
 
 
 -- The change record of the document of state st when its only change
--- is one key of one object (lua/qjson/lazy.lua): a member replaced, in a
--- source without repeated keys (the record is `R_SIMPLE` with one
+-- is one key of one object (lua/qjson/lazy.lua): a member replaced whose
+-- key the source does not repeat (the record is `R_SIMPLE` with one
 -- triple), or a key the source lacks added (one triple, for no source
 -- member), as a gateway's rewrite of `model` or `options.max_items`, or
 -- its tag, does; else nil.

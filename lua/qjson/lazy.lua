@@ -349,7 +349,7 @@ end
 --   [R_N0]               an array's source element count
 --   [R_ADDED]            how many keys the source lacks were written
 --   [R_SIMPLE]           true while every write to the object replaced a
---                        member of a source without repeated keys: the
+--                        member whose key the source does not repeat: the
 --                        encoder then needs nothing but the triples below
 --   [R_OTHER]            an object's values for keys that are not
 --                        strings, false before the first
@@ -557,12 +557,14 @@ local function record(st, proxy, code, level)
     local cursor = cursor_of(code)
     local R = enter()
     local depth = depth_of(ptr, code, R)
-    C.qjson_len(ptr, cursor, nil, 0, R)
-    local v = R.value
-    -- An object: no repeated key when every member is a distinct key. An
-    -- array: its element count.
-    local simple = code >= 0 and tonumber(v.i64) == tonumber(v.len)
-    local n = code < 0 and tonumber(v.len)
+    -- An array: its element count. An object starts simple; a write that
+    -- replaces a member whose key repeats makes it not (`proxy_newindex`).
+    local n = false
+    if code < 0 then
+        C.qjson_len(ptr, cursor, nil, 0, R)
+        n = tonumber(R.value.len)
+    end
+    local simple = code >= 0
     leave(R)
     -- Room for the slots and a first write: a triple, or three elements
     -- (an array part of up to 16 slots is allocated with the table); an
@@ -592,16 +594,18 @@ local function record(st, proxy, code, level)
 end
 
 -- Where the value of member `key` of the object at cursor in the
--- document of state st starts and ends, or nil when there is none.
+-- document of state st starts and ends, and whether other members may
+-- have the key too; nil when there is none.
 local function member_span(st, ptr, cursor, key)
     if type(key) ~= "string" then return nil end
     local R = enter()
-    local from, to
+    local from, to, repeated
     if C.qjson_raw_key(ptr, cursor, key, #key, R) == OK then
         from, to = span_in(st, R.value)
+        repeated = R.value.i64 ~= 1
     end
     leave(R)
-    return from, to
+    return from, to, repeated
 end
 
 local function proxy_newindex(proxy, k, v)
@@ -618,11 +622,16 @@ local function proxy_newindex(proxy, k, v)
         if old == nil then
             local address = st[PTR]
             if not address then error(FREED, 2) end
-            local from, to = member_span(st, ffi_cast(DOC_PTR, address), cursor_of(code), k)
+            local from, to, repeated = member_span(st, ffi_cast(DOC_PTR, address),
+                                                   cursor_of(code), k)
             had = from ~= nil
             local w = #rec
             if had then
                 rec[w + 1], rec[w + 2], rec[w + 3] = from, to, k
+                if repeated then
+                    -- Its other copies must go too (lua/qjson/edits.lua).
+                    rec[R_SIMPLE] = false
+                end
             else
                 rec[w + 1], rec[w + 2], rec[w + 3] = false, false, k
                 rec[R_ADDED] = rec[R_ADDED] + 1

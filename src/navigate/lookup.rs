@@ -314,7 +314,9 @@ impl Lookup {
     }
 
     /// The value entry of member `want` (decoded bytes) of the object at
-    /// `obj`: the last match when `last_wins`, else the first.
+    /// `obj`: the last match when `last_wins`, else the first; and whether
+    /// another member has the key too (for an object searched through its
+    /// table: whether any key of it is repeated).
     ///
     /// Inlined into its callers: a small object (the common case) is
     /// walked at once, without a call to pass the arguments through;
@@ -327,7 +329,7 @@ impl Lookup {
         obj: u32,
         want: &[u8],
         last_wins: bool,
-    ) -> Option<u32> {
+    ) -> (Option<u32>, bool) {
         let count = tree(src, index).count(obj);
         if count as usize > PAIRWISE_MAX
             && let Some(found) = self.large_member(src, index, obj, want, last_wins)
@@ -356,10 +358,18 @@ impl Lookup {
         obj: u32,
         want: &[u8],
         last_wins: bool,
-    ) -> Option<Option<u32>> {
+    ) -> Option<(Option<u32>, bool)> {
         let (start, len) = self.object_table(src, index, obj, last_wins, false)?;
-        let keys = &buffers(&mut self.buffers).words[start + 1..start + 1 + len];
-        Some(find(keys, &tree(src, index), want, &mut self.work).map(|key| key + 3))
+        let tree = tree(src, index);
+        let words = &buffers(&mut self.buffers).words;
+        let any_repeated = words[start] != tree.count(obj);
+        let found = find(
+            &words[start + 1..start + 1 + len],
+            &tree,
+            want,
+            &mut self.work,
+        );
+        Some((found.map(|key| key + 3), any_repeated))
     }
 
     /// How many distinct keys the object at `obj` has.

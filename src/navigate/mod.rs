@@ -244,7 +244,9 @@ impl<'a> Tree<'a> {
 }
 
 /// The value of member `want` of the object at `obj` in a validated
-/// document: the last match when `last_wins`, else the first.
+/// document: the last match when `last_wins`, else the first; and whether
+/// another member has the key too (found on the way: a search under
+/// `last_wins` passes every member, and the other policy rejects repeats).
 ///
 /// Each member it passes keeps, in the link of its key's closing quote
 /// (0 after validation, read by nothing else), the entry after the
@@ -263,7 +265,7 @@ pub fn find_key(
     obj: u32,
     want: &[u8],
     last_wins: bool,
-) -> Option<u32> {
+) -> (Option<u32>, bool) {
     let close = links[obj as usize] as usize;
     // Every entry a member reaches is at most `close`: slicing there once
     // lets the compiler drop the bounds checks of the loop.
@@ -271,6 +273,7 @@ pub fn find_key(
     let links = &mut links[..=close];
     let mut key = obj as usize + 1;
     let mut found = None;
+    let mut repeated = false;
     while key < close {
         let tree = Tree {
             src,
@@ -278,6 +281,7 @@ pub fn find_key(
             links,
         };
         if tree.key_is(key as u32, want) {
+            repeated |= found.is_some();
             found = Some(key as u32 + 3);
             if !last_wins {
                 break;
@@ -295,7 +299,7 @@ pub fn find_key(
         // moving forward whatever a link held.
         key = (next as usize).max(key + 4);
     }
-    found
+    (found, repeated)
 }
 
 /// `a == b` for slices of equal length, without a call to `memcmp` for
@@ -377,6 +381,34 @@ mod tests {
     }
 
     #[test]
+    fn a_search_under_last_wins_says_whether_its_key_repeats() {
+        let text = br#"{"a":1,"b":2,"\u0061":3,"c":{"a":4}}"#;
+        let mut index = Index::default();
+        crate::scan::scan(text, &mut index).unwrap();
+        validate::validate(
+            text,
+            &mut index,
+            &Options::default(),
+            &mut Scratch::default(),
+        )
+        .unwrap();
+        let positions = index.positions.clone();
+        let value = |entry: Option<u32>| entry.map(|e| text[positions[e as usize] as usize]);
+        // The escaped "a" is the same key, and wins; the "a" nested in
+        // "c" is another object's.
+        let (found, repeated) = find_key(text, &positions, &mut index.links, 0, b"a", true);
+        assert_eq!((value(found), repeated), (Some(b'3'), true));
+        let (found, repeated) = find_key(text, &positions, &mut index.links, 0, b"b", true);
+        assert_eq!((value(found), repeated), (Some(b'2'), false));
+        let (found, repeated) = find_key(text, &positions, &mut index.links, 0, b"c", true);
+        assert_eq!((value(found), repeated), (Some(b'{'), false));
+        assert_eq!(
+            find_key(text, &positions, &mut index.links, 0, b"d", true),
+            (None, false)
+        );
+    }
+
+    #[test]
     fn searches_link_each_key_they_pass_to_the_member_after_it() {
         let text =
             br#"{"a":[1,{"x":2}],"b":{"c":"\u0041"},"\u0064":"s","e":1.5,"f":null,"g":{},"h":[]}"#;
@@ -406,13 +438,13 @@ mod tests {
         };
         // A first-match search stops at its key: only the keys before it
         // are linked.
-        assert_eq!(search(b"b", false), Some(keys[1] + 3));
+        assert_eq!(search(b"b", false), (Some(keys[1] + 3), false));
         // A missing key passes every member (an escaped key is compared
         // decoded), and so does a search the links now serve.
         for _ in 0..2 {
-            assert_eq!(search(b"zz", true), None);
-            assert_eq!(search(b"d", true), Some(keys[2] + 3));
-            assert_eq!(search(b"h", true), Some(keys[6] + 3));
+            assert_eq!(search(b"zz", true), (None, false));
+            assert_eq!(search(b"d", true), (Some(keys[2] + 3), false));
+            assert_eq!(search(b"h", true), (Some(keys[6] + 3), false));
         }
         let mut after: Vec<u32> = keys[1..].to_vec();
         after.push(close + 1);
