@@ -10,8 +10,9 @@
 -- request, a 4.5 KB chat request in Chinese, and github-100k's list of
 -- issues. Two runs that differ only in N differ by N workloads'
 -- instructions (start-up, JIT compilation and warm-up cancel), which is
--- how tools/lua_insns.sh reports instructions per workload. cjson is the first cjson on
--- package.cpath (tools/lua_insns.sh puts OpenResty's fork first).
+-- how tools/lua_insns.sh reports instructions per workload. cjson is the
+-- first cjson on package.cpath (tools/lua_insns.sh puts OpenResty's fork
+-- first).
 
 package.path = "lua/?.lua;benches/?.lua;" .. package.path
 

@@ -126,7 +126,8 @@ typedef struct qjson_value {
     size_t len;              /* byte length of str; qjson_len and arrays: the count */
     double num;              /* qjson_get on a number: nearest double */
     int64_t i64;             /* qjson_get_i64: the value; qjson_len: members with repeats;
-                                qjson_raw_key: 2 when other members may have the key, else 1;
+                                qjson_get_key, qjson_raw_key: 2 when other members may
+                                have the key, else 1;
                                 QJSON_BAD_PATH: offset in path */
 } qjson_value;
 
@@ -249,9 +250,10 @@ int qjson_get_key(qjson_doc *doc, uint32_t cursor, const char *key, size_t key_l
 
 /* The exact source text (value.str, value.len) and cursor of member
    key[0..key_len) of the object at cursor, found as qjson_get_key finds it:
-   where a change to that member goes. value.i64 is 2 when other members
-   of the object may have the key too (an object of more than 16 members
-   searched through its table says 2 when any of its keys repeats), else 1. */
+   where a change to that member goes. Both member reads set value.i64 to 2
+   when other members of the object may have the key too (an object of more
+   than 16 members searched through its table says 2 when any of its keys
+   repeats), else 1. */
 int qjson_raw_key(qjson_doc *doc, uint32_t cursor, const char *key, size_t key_len,
                   qjson_reader *reader);
 

@@ -66,8 +66,9 @@ pub struct qjson_value {
     /// A number as a double.
     pub num: f64,
     /// An exact integer, the members of an object counting repeated keys
-    /// (`qjson_len`), whether a key may be repeated (`qjson_raw_key`: 2,
-    /// else 1), or the offset of a path error.
+    /// (`qjson_len`), whether a member's key may be repeated
+    /// (`qjson_get_key`, `qjson_raw_key`: 2, else 1), or the offset of a
+    /// path error.
     pub i64_: i64,
 }
 
@@ -623,8 +624,9 @@ fn read_found(
 
 /// The value of member `key` (decoded bytes, `key_len` long, or NULL
 /// with 0) of the object at `cursor`, read into `reader.value` by `read`,
-/// which is also told whether the key may be repeated
-/// (`Document::member_repeated`); `QJSON_NOT_FOUND` when there is none.
+/// with `value.i64_` 2 when other members may have the key (a change must
+/// drop them too: `Document::member_repeated`), else 1;
+/// `QJSON_NOT_FOUND` when there is none.
 ///
 /// # Safety
 /// As `with_reader`; `key` is valid for `key_len` bytes (or NULL with 0).
@@ -634,7 +636,7 @@ unsafe fn with_member(
     key: *const c_char,
     key_len: usize,
     reader: *mut qjson_reader,
-    read: impl FnOnce(&qjson_doc, u32, bool, &mut qjson_value, &mut Vec<u8>) -> c_int,
+    read: impl FnOnce(&qjson_doc, u32, &mut qjson_value, &mut Vec<u8>) -> c_int,
 ) -> c_int {
     // SAFETY: the caller's guarantees are with_reader's.
     unsafe {
@@ -648,7 +650,8 @@ unsafe fn with_member(
             }
             match doc.member_repeated(cursor, key) {
                 Some((at, repeated)) => {
-                    read(doc, at, repeated, &mut reader.value, &mut scratch.text)
+                    reader.value.i64_ = 1 + i64::from(repeated);
+                    read(doc, at, &mut reader.value, &mut scratch.text)
                 }
                 None => ErrorCode::NotFound as c_int,
             }
@@ -670,22 +673,12 @@ pub unsafe extern "C" fn qjson_get_key(
     reader: *mut qjson_reader,
 ) -> c_int {
     // SAFETY: the caller's guarantees are with_member's.
-    unsafe {
-        with_member(
-            doc,
-            cursor,
-            key,
-            key_len,
-            reader,
-            |doc, at, _, out, text| read_scalar(doc, at, out, text),
-        )
-    }
+    unsafe { with_member(doc, cursor, key, key_len, reader, read_scalar) }
 }
 
 /// The exact source text of member `key` of the object at `cursor`, as
 /// `qjson_raw` gives it, and its cursor: where a change to that member
-/// goes, in one call. `value.i64` is 2 when other members may have the
-/// key too (a change must then drop them), else 1.
+/// goes, in one call; `value.i64` as `with_member` sets it.
 ///
 /// # Safety
 /// As `with_reader`; `key` is valid for `key_len` bytes (or NULL with 0).
@@ -698,19 +691,7 @@ pub unsafe extern "C" fn qjson_raw_key(
     reader: *mut qjson_reader,
 ) -> c_int {
     // SAFETY: the caller's guarantees are with_member's.
-    unsafe {
-        with_member(
-            doc,
-            cursor,
-            key,
-            key_len,
-            reader,
-            |doc, at, repeated, out, text| {
-                out.i64_ = 1 + i64::from(repeated);
-                read_raw(doc, at, out, text)
-            },
-        )
-    }
+    unsafe { with_member(doc, cursor, key, key_len, reader, read_raw) }
 }
 
 /// Reads element `index` (0-based) of the array at `cursor`, like

@@ -332,7 +332,7 @@ impl Lookup {
     ) -> (Option<u32>, bool) {
         let count = tree(src, index).count(obj);
         if count as usize > PAIRWISE_MAX
-            && let Some(found) = self.large_member(src, index, obj, want, last_wins)
+            && let Some(found) = self.large_member(src, index, obj, count, want, last_wins)
         {
             return found;
         }
@@ -347,28 +347,25 @@ impl Lookup {
         )
     }
 
-    /// [`Lookup::member`] for an object of more than [`PAIRWISE_MAX`]
-    /// members, through its table; `None` when it is walked instead (see
-    /// [`Lookup::object_table`]).
+    /// [`Lookup::member`] for an object of `count` members, more than
+    /// [`PAIRWISE_MAX`], through its table; `None` when it is walked
+    /// instead (see [`Lookup::object_table`]).
     #[inline(never)]
     fn large_member(
         &mut self,
         src: &[u8],
         index: &mut Index,
         obj: u32,
+        count: u32,
         want: &[u8],
         last_wins: bool,
     ) -> Option<(Option<u32>, bool)> {
         let (start, len) = self.object_table(src, index, obj, last_wins, false)?;
-        let tree = tree(src, index);
         let words = &buffers(&mut self.buffers).words;
-        let any_repeated = words[start] != tree.count(obj);
-        let found = find(
-            &words[start + 1..start + 1 + len],
-            &tree,
-            want,
-            &mut self.work,
-        );
+        // The table's first word is the object's count of distinct keys.
+        let any_repeated = words[start] != count;
+        let keys = &words[start + 1..start + 1 + len];
+        let found = find(keys, &tree(src, index), want, &mut self.work);
         Some((found.map(|key| key + 3), any_repeated))
     }
 

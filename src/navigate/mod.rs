@@ -380,9 +380,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_search_under_last_wins_says_whether_its_key_repeats() {
-        let text = br#"{"a":1,"b":2,"\u0061":3,"c":{"a":4}}"#;
+    /// The index of `text` after stage 1 and validation, as a document
+    /// holds it.
+    fn validated(text: &[u8]) -> Index {
         let mut index = Index::default();
         crate::scan::scan(text, &mut index).unwrap();
         validate::validate(
@@ -392,6 +392,13 @@ mod tests {
             &mut Scratch::default(),
         )
         .unwrap();
+        index
+    }
+
+    #[test]
+    fn a_search_under_last_wins_says_whether_its_key_repeats() {
+        let text = br#"{"a":1,"b":2,"\u0061":3,"c":{"a":4}}"#;
+        let mut index = validated(text);
         let positions = index.positions.clone();
         let value = |entry: Option<u32>| entry.map(|e| text[positions[e as usize] as usize]);
         // The escaped "a" is the same key, and wins; the "a" nested in
@@ -412,15 +419,7 @@ mod tests {
     fn searches_link_each_key_they_pass_to_the_member_after_it() {
         let text =
             br#"{"a":[1,{"x":2}],"b":{"c":"\u0041"},"\u0064":"s","e":1.5,"f":null,"g":{},"h":[]}"#;
-        let mut index = Index::default();
-        crate::scan::scan(text, &mut index).unwrap();
-        validate::validate(
-            text,
-            &mut index,
-            &Options::default(),
-            &mut Scratch::default(),
-        )
-        .unwrap();
+        let mut index = validated(text);
         let stepped = |index: &Index| -> Vec<u32> {
             let tree = Tree {
                 src: text,
