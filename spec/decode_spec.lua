@@ -118,6 +118,41 @@ describe("qjson.decode", function()
                 assert.same(expect, cjson.decode(qjson.encode(t)))
             end
         end)
+        -- Once moved, the registry holds its proxies weakly (lua/qjson/
+        -- lazy.lua, "The registry"): a proxy nothing else holds is
+        -- collected, while a held one keeps its identity and a written one
+        -- its writes, through collections and moves that find the registry
+        -- (next to) empty.
+        it("lets the collector take proxies nothing holds, and only those", function()
+            local parts = {}
+            for i = 1, 500 do
+                parts[i] = '{"id":' .. i .. ',"content":[{"text":"m' .. i .. '"}]}'
+            end
+            local t = qjson.decode("[" .. table.concat(parts, ",") .. "]")
+            local held, written = t[3].content, t[400]
+            written.id = -400
+            t[7].content[1].text = "w7"
+            local dropped = setmetatable({}, { __mode = "k" })
+            for round = 1, 3 do
+                for i = 1, 500 do
+                    dropped[t[i].content[1]] = true
+                end
+                collectgarbage()
+                collectgarbage()
+                assert.equal(held, t[3].content, "round " .. round)
+                assert.equal(written, t[400])
+                assert.equal(-400, t[400].id)
+                assert.equal("w7", t[7].content[1].text)
+                assert.equal("m8", t[8].content[1].text)
+            end
+            -- Of the 1 500 inner proxies made, the one with a write is left.
+            local left = 0
+            for _ in pairs(dropped) do left = left + 1 end
+            assert.equal(1, left)
+            local expect = cjson.decode(table.concat({ "[", table.concat(parts, ","), "]" }))
+            expect[400].id, expect[7].content[1].text = -400, "w7"
+            assert.same(expect, cjson.decode(qjson.encode(t)))
+        end)
         it("decodes a scalar root to the scalar", function()
             assert.equal(5, qjson.decode(" 5 "))
             assert.equal("s", qjson.decode('"s"'))

@@ -137,11 +137,14 @@ local ROUNDS_OF = {
     end,
     iteration = function()
         local t = qjson.decode(MAIN)
-        local keys = {}
-        for k, v in qjson.pairs(t.obj) do keys[#keys + 1] = k .. "=" .. tostring(v) end
+        local keys, r = {}, nil
+        for k, v in qjson.pairs(t.obj) do
+            keys[#keys + 1] = k .. "=" .. tostring(v)
+            if k == "r" then r = v end
+        end
         local bs = {}
         for i, e in qjson.ipairs(t.list) do bs[i] = e.b end
-        return table.concat(keys, ",") == "p=1,q=Q,r=" .. tostring(t.obj.r)
+        return table.concat(keys, ",") == "p=1,q=Q,r=" .. tostring(r) and r == t.obj.r
             and bs[1] == "first\t" and bs[2] == "second\t"
     end,
     encode = function()
