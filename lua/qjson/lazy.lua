@@ -204,8 +204,9 @@ local function new_registry(st)
     return reg
 end
 
--- Moves the full registry of state st to two larger tables; returns the
--- new code-to-proxy table.
+-- Moves the full registry of state st to two new tables with room for
+-- more than it holds (larger ones, unless the collector emptied it);
+-- returns the new code-to-proxy table.
 local function grow_registry(st)
     local by_proxy = st[BY_PROXY]
     local n = 0
