@@ -178,8 +178,8 @@ _M.depth_in = depth_in
 -- a proxy one no longer has), and a proxy with a change record is held by
 -- the record. A loop over 100 000 messages reading `m[i].content[1].text`
 -- otherwise kept all 300 000 proxies and their entries alive, in tables
--- far larger than the caches: 0.4x cjson's fork, against 1.0x weak (an
--- ad-hoc loop; `make bench`'s "access 100k" row 0.56x -> 1.35x). A room
+-- far larger than the caches: `make bench`'s "access 100k" row read at
+-- 0.56x cjson's fork, and at 1.35x weak (docs/architecture.md). A room
 -- does not count the entries the collector removed; a move counts what
 -- is left, and always makes room for MIN_MOVED more. The first table
 -- stays strong: a small document's proxies are few, and a weak table
@@ -223,6 +223,7 @@ local function grow_registry(st)
     local new_by_code = setmetatable(new_tab(0, size), WEAK)
     local new_by_proxy = setmetatable(new_tab(0, size), WEAK)
     for proxy, code in next, by_proxy do
+        -- (The first table's other entries map codes to proxies.)
         if type(code) == "number" then
             new_by_code[code], new_by_proxy[proxy] = proxy, code
         end
@@ -304,13 +305,13 @@ end
 
 -- The code of a proxy of state st.
 local function code_of(st, proxy)
-    if not st[REG] then
-        if proxy == st[CHILD] then return st[CHILD_CODE] end
-        return root_code(st[SRC])
+    local code
+    if st[REG] then
+        code = st[BY_PROXY][proxy]
+    elseif proxy == st[CHILD] then
+        code = st[CHILD_CODE]
     end
-    local code = st[BY_PROXY][proxy]
-    if code then return code end
-    return root_code(st[SRC])
+    return code or root_code(st[SRC])
 end
 
 -- The Lua value for the qjson_value `cell` a read of st's document just
