@@ -303,9 +303,10 @@ size_t qjson_escape(const char *src, size_t len, int escape_slash, char *dst, si
 int qjson_lua_null(void *L);
 
 /* A lua_CFunction, for package.loadlib: qjson_lua_decode(text, max_depth,
-   duplicate_keys, null, empty_array_mt) decodes text into plain Lua tables
-   (JSON null as `null`, empty arrays with metatable `empty_array_mt`) and
-   returns the value; or nil and the error message ("invalid number at
+   duplicate_keys, null, empty_array_mt [, array_mt]) decodes text into
+   plain Lua tables (JSON null as `null`; every array with metatable
+   `array_mt` when that argument is given, else empty ones with
+   `empty_array_mt`) and returns the value; or nil and the error message ("invalid number at
    byte 17"); or nil alone when the caller should decode another way
    (nesting deeper than the Lua stack can grow). Resolves the Lua API like
    qjson_lua_null; returns nothing when the process has none. */
@@ -318,8 +319,9 @@ int qjson_lua_decode(void *L);
    encode it another way (a table with another metatable, cdata, nesting
    deeper than the Lua stack can grow). `options` is a 14-byte string:
    precision (1..16); flags (1 sparse_convert, 2 escape_slash,
-   4 empty_table_as_object); sparse_ratio, sparse_safe and max_depth as
-   little-endian uint32. Resolves the Lua API like qjson_lua_null; returns
+   4 empty_table_as_object, 8 a NaN or an infinity is the caller's to
+   encode, 16 so is a value of a type JSON lacks); sparse_ratio,
+   sparse_safe and max_depth as little-endian uint32. Resolves the Lua API like qjson_lua_null; returns
    nothing when the process has none. */
 int qjson_lua_encode(void *L);
 

@@ -20,6 +20,7 @@ local leave = qffi.leave
 local c_decode = qffi.c_decode
 local null = qffi.null
 local empty_array_mt = lazy.empty_array_mt
+local array_mt = encode.array_mt
 local ffi_string = ffi.string
 local ffi_cast = ffi.cast
 local CHAR_PTR = ffi.typeof("const char *")
@@ -35,24 +36,18 @@ local next = next
 local tostring = tostring
 local math_floor = math.floor
 
--- Whether the options `opts`, whose `lazy` is set, hold nothing else:
--- OpenResty's table.nkeys (compiled) where LuaJIT has it, else two `next`
--- calls (compiled too, but a `pairs` loop would be a trace of its own).
--- Measured on the tool call's eager decode: 4484 against 4545 instructions
--- (tools/lua_insns.sh tool-eager).
-local lazy_alone
+-- OpenResty's table.nkeys (compiled) where LuaJIT has it: `decode` asks
+-- whether the options `opts`, whose `lazy` is set, hold nothing else with
+-- it, else with two `next` calls (compiled too, but a `pairs` loop would be
+-- a trace of its own). Measured on the tool call's eager decode: 4484
+-- against 4545 instructions (tools/lua_insns.sh tool-eager). Asked there,
+-- not in a function of its own: as one, once `decode` took its config as
+-- an argument, that function's return became a trace of its own
+-- (`luajit -jv benches/insn_loops.lua qjson:tool-eager 100000`).
+local nkeys
 do
-    local ok, nkeys = pcall(require, "table.nkeys")
-    if ok then
-        lazy_alone = function(opts)
-            return nkeys(opts) == 1
-        end
-    else
-        lazy_alone = function(opts)
-            local key = next(opts)
-            return next(opts, key) == nil
-        end
-    end
+    local ok, f = pcall(require, "table.nkeys")
+    nkeys = ok and f or nil
 end
 
 local DUPLICATE_KEY_POLICIES = {
@@ -61,16 +56,19 @@ local DUPLICATE_KEY_POLICIES = {
 }
 local MAX_DEPTH_LIMIT = 2 ^ 31 - 1
 
-local _M = {
-    _VERSION = "0.1.0",
-    null = qffi.null,
-}
-
--- Process-wide defaults, changed cjson-style by the option functions below.
--- Nesting: lua-cjson's limit, and the encoder's default too, so that what
--- decode accepts re-encodes under the default options.
-local defaults = { max_depth = 1000, duplicate_keys = "last" }
-local default_options = ffi.new("qjson_options", 1000, C.QJSON_DUPLICATE_KEYS_LAST_WINS)
+-- A decoder's options (one per qjson.new() instance, see `instance`),
+-- changed cjson-style by its option functions: the native options of a
+-- call that passes none (its depth limit is lua-cjson's, and the
+-- encoder's default too, so that what decode accepts re-encodes under the
+-- default options), the duplicate-key policy's name, and whether eager
+-- decode gives every array array_mt (decode_array_with_array_mt).
+local function new_config()
+    return {
+        options = ffi.new("qjson_options", 1000, C.QJSON_DUPLICATE_KEYS_LAST_WINS),
+        duplicate_keys = "last",
+        array_mt = false,
+    }
+end
 local main_options = ffi.new("qjson_options")
 
 -- Checks one option value; returns the converted value or nil, message.
@@ -91,11 +89,12 @@ local checks = {
 }
 
 -- The qjson_options for a call to `fname` in reader R's section: the
--- defaults, or the defaults overridden by the table `opts`. Returns nil,
--- message for a bad table. `lazy` (decode only) is not a native option and
--- is skipped here. A section running inside another (see
--- lua/qjson/ffi.lua) fills options of its own.
-local function options_for(opts, fname, R)
+-- options of config `cfg`, or those overridden by the table `opts`.
+-- Returns nil, message for a bad table. `lazy` (decode only) is not a
+-- native option and is skipped here. A section running inside another
+-- (see lua/qjson/ffi.lua) fills options of its own.
+local function options_for(opts, fname, R, cfg)
+    local default_options = cfg.options
     if opts == nil then
         return default_options
     end
@@ -138,12 +137,12 @@ local DATA, MISUSE = 0, 2
 -- `small` is set, the block that names its document (none of its own:
 -- see "Small documents" in docs/architecture.md), which the caller keeps
 -- alive as long as it uses the handle; or nil, the message and its level.
-local function parse_native(text, opts, fname, R, small, from, len)
+local function parse_native(text, opts, fname, R, small, cfg, from, len)
     if type(text) ~= "string" then
         return nil, "bad argument #1 to '" .. fname .. "' (string expected, got "
                     .. type(text) .. ")", MISUSE
     end
-    local o, err = options_for(opts, fname, R)
+    local o, err = options_for(opts, fname, R, cfg)
     if not o then
         return nil, err, MISUSE
     end
@@ -166,14 +165,14 @@ local function parse_native(text, opts, fname, R, small, from, len)
     return ptr, tonumber(R.count), block
 end
 
--- Parses `text` for `fname`, or only its `len` bytes after the first
--- `from` when given (qjson.sse: an event's data inside the chunk it came
--- in, with no string of its own; the document keeps `text` alive);
--- returns the document, or nil, the message and its level.
-local function parse(text, opts, safe, fname, from, len)
+-- Parses `text` for `fname` under config `cfg`, or only its `len` bytes
+-- after the first `from` when given (qjson.sse: an event's data inside
+-- the chunk it came in, with no string of its own; the document keeps
+-- `text` alive); returns the document, or nil, the message and its level.
+local function parse(cfg, text, opts, safe, fname, from, len)
     local R = enter()
     local ptr, detail, block_or_level = parse_native(text, opts, fname or "parse", R, true,
-                                                     from, len)
+                                                     cfg, from, len)
     leave(R)
     if not ptr then
         return nil, detail, block_or_level
@@ -181,29 +180,28 @@ local function parse(text, opts, safe, fname, from, len)
     return new_doc(ptr, text, safe, detail, block_or_level)
 end
 
--- qjson.parse(text [, options]): a validated document. Raises on invalid
--- JSON ("qjson: invalid number at byte 17") and on bad arguments.
-function _M.parse(text, opts)
-    local d, err, level = parse(text, opts, false)
-    if not d then
-        error(err, level)
-    end
-    return d
-end
-
--- Decodes `text`: proxies, or plain tables when opts.lazy == false.
--- Returns the value, or nil, the message and its level.
-local function decode(text, opts)
+-- Decodes `text` under config `cfg`: proxies, or plain tables when
+-- opts.lazy == false. Returns the value, or nil, the message and its
+-- level.
+local function decode(cfg, text, opts)
     if opts and opts.lazy == false then
+        local arrays_mt = cfg.array_mt and array_mt or nil
         if c_decode and type(text) == "string" then
             -- Built by the native side with the Lua C API; nil alone means
             -- "not this way" (nesting deeper than the Lua stack allows).
             -- `{ lazy = false }` alone, the usual table, needs no checks.
+            local default_options = cfg.options
             local max_depth = default_options.max_depth
             local duplicate_keys = default_options.duplicate_keys
-            if not lazy_alone(opts) then
+            local alone
+            if nkeys then
+                alone = nkeys(opts) == 1
+            else
+                alone = next(opts, next(opts)) == nil
+            end
+            if not alone then
                 local R = enter()
-                local o, err = options_for(opts, "decode", R)
+                local o, err = options_for(opts, "decode", R, cfg)
                 if o then
                     max_depth, duplicate_keys = o.max_depth, o.duplicate_keys
                 end
@@ -212,7 +210,13 @@ local function decode(text, opts)
                     return nil, err, MISUSE
                 end
             end
-            local v, message = c_decode(text, max_depth, duplicate_keys, null, empty_array_mt)
+            local v, message
+            if arrays_mt then
+                v, message = c_decode(text, max_depth, duplicate_keys, null, empty_array_mt,
+                                      arrays_mt)
+            else
+                v, message = c_decode(text, max_depth, duplicate_keys, null, empty_array_mt)
+            end
             if v ~= nil then
                 return v
             elseif message then
@@ -222,12 +226,12 @@ local function decode(text, opts)
         -- The document lives only while its tape is read: no Lua object,
         -- no finalizer, nothing for the collector to pace.
         local R = enter()
-        local ptr, err, level = parse_native(text, opts, "decode", R, false)
+        local ptr, err, level = parse_native(text, opts, "decode", R, false, cfg)
         if not ptr then
             leave(R)
             return nil, err, level
         end
-        local ok, v = pcall(lazy.tape_value, ptr, 0, R)
+        local ok, v = pcall(lazy.tape_value, ptr, 0, R, arrays_mt)
         C.qjson_free(ptr)
         leave(R)
         if not ok then
@@ -236,7 +240,7 @@ local function decode(text, opts)
         return v
     end
     local R = enter()
-    local ptr, detail, block_or_level = parse_native(text, opts, "decode", R, true)
+    local ptr, detail, block_or_level = parse_native(text, opts, "decode", R, true, cfg)
     leave(R)
     if not ptr then
         return nil, detail, block_or_level
@@ -244,65 +248,150 @@ local function decode(text, opts)
     return lazy.root(ptr, text, detail, block_or_level)
 end
 
--- qjson.decode(text [, options]): like cjson.decode, but objects and
--- arrays are proxies read on demand. Raises like qjson.parse.
-function _M.decode(text, opts)
-    local v, err, level = decode(text, opts)
-    if v == nil then
-        error(err, level)
-    end
-    return v
-end
-
--- Used by qjson.safe and qjson.sse.
-_M._parse = parse
-_M._decode = decode
-
-_M.encode = encode.encode
-_M.materialize = require("qjson.materialize").materialize
-_M.len = lazy.len
-_M.pairs = lazy.pairs
-_M.ipairs = lazy.ipairs
-_M.array_mt = encode.array_mt
-_M.empty_array_mt = encode.empty_array_mt
-_M.empty_array = encode.empty_array
-for _, name in ipairs(encode.OPTIONS) do
-    _M[name] = encode[name]
-end
-
--- cjson-style option functions: set when given a value, always return
--- the current one. They change the defaults of every later call.
-
-function _M.decode_max_depth(depth)
-    depth = options.integer("decode_max_depth", 1, depth, 1, MAX_DEPTH_LIMIT)
-    if depth then
-        defaults.max_depth = depth
-        default_options.max_depth = depth
-    end
-    return defaults.max_depth
-end
-
-function _M.duplicate_keys(policy)
-    if policy ~= nil then
-        local v, err = checks.duplicate_keys(policy)
-        if not v then
-            error("bad argument #1 to 'duplicate_keys' (" .. err .. ")", 2)
+-- The decoder options qjson keeps to RFC 8259 for, on purpose: a cjson
+-- switch that only turns on what qjson rejects (its default here is off).
+-- Returns the option function, which accepts off and refuses on.
+local function strict_switch(name, what)
+    return function(on)
+        on = options.switch(name, 1, on)
+        if on then
+            error("qjson: " .. name .. " cannot be turned on: qjson accepts only RFC 8259 JSON"
+                  .. " (" .. what .. " are rejected)", 2)
         end
-        defaults.duplicate_keys = policy
-        default_options.duplicate_keys = v
+        return false
     end
-    return defaults.duplicate_keys
 end
 
--- The stage-1 kernel in use ("avx512", "avx2", "neon" or "scalar").
-function _M.kernel()
-    local name = C.qjson_kernel()
-    if name == nil then
-        return nil, "qjson: QJSON_KERNEL names a kernel this build or CPU cannot run"
+local decode_invalid_numbers = strict_switch("decode_invalid_numbers",
+                                             "NaN, Infinity and hexadecimal numbers")
+local decode_allow_comment = strict_switch("decode_allow_comment", "comments")
+
+-- cjson's encode_indent: qjson writes no indentation (its encoders splice
+-- source bytes, whose layout is the source's), so it takes "" only.
+local function encode_indent(indent)
+    if indent ~= nil then
+        if type(indent) ~= "string" and type(indent) ~= "number" then
+            error("bad argument #1 to 'encode_indent' (string expected, got " .. type(indent)
+                  .. ")", 2)
+        end
+        if indent ~= "" then
+            error("qjson: encode_indent is not supported (qjson writes compact JSON)", 2)
+        end
     end
-    return ffi_string(name)
+    return ""
 end
 
-_M.library_path = qffi.path
+local materialize = require("qjson.materialize").materialize
+local new_encoder = encode.new_encoder
 
-return _M
+-- A qjson module table over decode config `cfg` and encoder `enc` (see
+-- lua/qjson/encode.lua): the module itself, or one made by qjson.new()
+-- (cjson.new()'s counterpart), whose options are its own.
+local function instance(cfg, enc)
+    local M = {
+        _VERSION = "0.1.0",
+        _NAME = "qjson",
+        null = null,
+        len = lazy.len,
+        pairs = lazy.pairs,
+        ipairs = lazy.ipairs,
+        array_mt = array_mt,
+        empty_array_mt = encode.empty_array_mt,
+        empty_array = encode.empty_array,
+        library_path = qffi.path,
+        encode = enc.encode,
+        decode_invalid_numbers = decode_invalid_numbers,
+        decode_allow_comment = decode_allow_comment,
+        encode_indent = encode_indent,
+    }
+    for _, name in ipairs(encode.OPTIONS) do
+        M[name] = enc[name]
+    end
+
+    -- qjson.parse(text [, options]): a validated document. Raises on
+    -- invalid JSON ("qjson: invalid number at byte 17") and on bad
+    -- arguments.
+    function M.parse(text, opts)
+        local d, err, level = parse(cfg, text, opts, false)
+        if not d then
+            error(err, level)
+        end
+        return d
+    end
+
+    -- qjson.decode(text [, options]): like cjson.decode, but objects and
+    -- arrays are proxies read on demand. Raises like qjson.parse.
+    function M.decode(text, opts)
+        local v, err, level = decode(cfg, text, opts)
+        if v == nil then
+            error(err, level)
+        end
+        return v
+    end
+
+    -- Used by qjson.safe and qjson.sse.
+    function M._parse(text, opts, safe, fname, from, len)
+        return parse(cfg, text, opts, safe, fname, from, len)
+    end
+    function M._decode(text, opts)
+        return decode(cfg, text, opts)
+    end
+
+    -- Plain tables, with this instance's decode_array_with_array_mt.
+    function M.materialize(v)
+        return materialize(v, cfg.array_mt and array_mt or nil)
+    end
+
+    -- cjson-style option functions: set when given a value, always return
+    -- the current one. They change the defaults of every later call.
+
+    function M.decode_max_depth(depth)
+        depth = options.integer("decode_max_depth", 1, depth, 1, MAX_DEPTH_LIMIT)
+        if depth then
+            cfg.options.max_depth = depth
+        end
+        return cfg.options.max_depth
+    end
+
+    function M.duplicate_keys(policy)
+        if policy ~= nil then
+            local v, err = checks.duplicate_keys(policy)
+            if not v then
+                error("bad argument #1 to 'duplicate_keys' (" .. err .. ")", 2)
+            end
+            cfg.duplicate_keys = policy
+            cfg.options.duplicate_keys = v
+        end
+        return cfg.duplicate_keys
+    end
+
+    -- Eager decode (lazy = false) and materialize give every array
+    -- qjson.array_mt, as cjson's option gives its array_mt, so that an
+    -- empty one re-encodes as [] (proxies always do).
+    function M.decode_array_with_array_mt(on)
+        on = options.switch("decode_array_with_array_mt", 1, on)
+        if on ~= nil then
+            cfg.array_mt = on
+        end
+        return cfg.array_mt
+    end
+
+    -- The stage-1 kernel in use ("avx512", "avx2", "neon" or "scalar").
+    function M.kernel()
+        local name = C.qjson_kernel()
+        if name == nil then
+            return nil, "qjson: QJSON_KERNEL names a kernel this build or CPU cannot run"
+        end
+        return ffi_string(name)
+    end
+
+    -- qjson.new(): another module table with options of its own, at
+    -- their defaults (cjson.new()).
+    function M.new()
+        return instance(new_config(), new_encoder())
+    end
+
+    return M
+end
+
+return instance(new_config(), encode)

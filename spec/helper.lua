@@ -19,6 +19,32 @@ function _M.data_dir()
     error("test data not found: set QJSON_DATA to the directory holding corpus/ and jsontestsuite/")
 end
 
+-- OpenResty's lua-cjson fork, loaded beside Debian's (its own module
+-- table), or nil: looked for as $BASELINES/cjson.so, then
+-- target/baselines/cjson.so (tools/baselines.sh builds it there).
+function _M.fork()
+    for _, dir in ipairs({ os.getenv("BASELINES") or "", "target/baselines" }) do
+        local path = dir ~= "" and dir .. "/cjson.so"
+        local f = path and io.open(path, "rb")
+        if f then
+            f:close()
+            local open = package.loadlib(path, "luaopen_cjson")
+            local fork = open and open()
+            if fork then
+                return fork
+            end
+        end
+    end
+    return nil
+end
+
+-- An encode error of lua-cjson as OpenResty's fork words it: Debian's
+-- lua-cjson 2.1.0 (what the specs load as cjson) ends its message for NaN
+-- and infinities in "NaN or Inf", the fork (and qjson) in "NaN or Infinity".
+function _M.fork_message(message)
+    return (message:gsub("must not be NaN or Inf$", "must not be NaN or Infinity"))
+end
+
 function _M.read(path)
     local f = assert(io.open(path, "rb"))
     local s = f:read("*a")

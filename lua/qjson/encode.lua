@@ -50,6 +50,7 @@ local table_clear = require("table.clear")
 local ffi_istype = ffi.istype
 local type = type
 local next = next
+local ipairs = ipairs
 local rawget = rawget
 local co_create = coroutine.create
 local co_resume = coroutine.resume
@@ -83,17 +84,33 @@ local empty_array = setmetatable({}, {
 })
 _M.empty_array = empty_array
 
-local config = {
-    number_precision = 14,
-    number_format = "%.14g",
-    exact_integers = 1e14, -- integers below 10^number_precision print exactly
-    sparse_convert = false,
-    sparse_ratio = 2,
-    sparse_safe = 10,
-    escape_slash = true,
-    empty_table_as_object = true,
-    max_depth = 1000,
-}
+-- An encoder's options (cjson's, one table per qjson.new() instance; see
+-- `encoder`), with what depends on them: the key cache (below) and the
+-- options packed for the native encoder (`pack_options`).
+local function new_config()
+    return {
+        number_precision = 14,
+        number_format = "%.14g",
+        exact_integers = 1e14, -- integers below 10^number_precision print exactly
+        sparse_convert = false,
+        sparse_ratio = 2,
+        sparse_safe = 10,
+        escape_slash = true,
+        empty_table_as_object = true,
+        max_depth = 1000,
+        -- NaN and infinities: 0 refused, 1 written as NaN, Infinity and
+        -- -Infinity, 2 as null (cjson's "off", "on", "null").
+        invalid_numbers = 0,
+        skip_unsupported = false,
+        keep_buffer = true,
+        key_cache = {},
+        key_cache_count = 0,
+        native = nil,
+    }
+end
+
+-- The options of the encode under way, set by `lua_encode`.
+local config
 
 -- The encoder's state: the output buffer, the pending source copy (see
 -- `copy`), the deepest table entered, and the reader of the encode's
@@ -150,9 +167,23 @@ pcall(ffi.cdef, "int snprintf(char *str, size_t size, const char *format, ...);"
 local libc = ffi.C
 local NUMBER_MAX = 32
 
+-- How `encode_invalid_numbers` "on" writes a NaN or an infinity, as
+-- cjson does.
+local function non_finite_text(n)
+    if n ~= n then
+        return "NaN"
+    end
+    return n > 0 and "Infinity" or "-Infinity"
+end
+
 local function put_number(n)
     if n ~= n or n == huge or n == -huge then
-        fail("number", "must not be NaN or Inf")
+        local setting = config.invalid_numbers
+        if setting == 0 then
+            fail("number", "must not be NaN or Infinity")
+        end
+        buf:put(setting == 1 and non_finite_text(n) or "null")
+        return
     end
     local fast
     if n == math_floor(n) then
@@ -200,6 +231,26 @@ local function cjson_empty_array()
     return cjson and cjson.empty_array
 end
 
+-- Whether put_value refuses v as "type not supported": what
+-- encode_skip_unsupported_value_types leaves out of tables.
+local function unsupported(v)
+    local t = type(v)
+    if t == "function" or t == "thread" then
+        return true
+    elseif t == "userdata" then
+        return v ~= null and v ~= cjson_empty_array()
+    elseif t == "cdata" then
+        return not (ffi_istype(int64_t, v) or ffi_istype(uint64_t, v))
+    end
+    return false
+end
+
+-- Whether the element or member value v is left out (its key and comma
+-- too), as cjson's encode_skip_unsupported_value_types leaves it.
+local function skipped(v)
+    return config.skip_unsupported and unsupported(v)
+end
+
 -- cjson's lua_array_length: the array length of t, or -1 for an object.
 local function array_length(t)
     local max, items = 0, 0
@@ -225,19 +276,23 @@ end
 -- is not consulted.
 local function put_array(t, n, depth)
     buf:put("[")
+    local first = true
     for i = 1, n do
-        if i > 1 then buf:put(",") end
-        put_value(rawget(t, i), depth)
+        local v = rawget(t, i)
+        if not skipped(v) then
+            if first then first = false else buf:put(",") end
+            put_value(v, depth)
+        end
     end
     buf:put("]")
 end
 
--- Short keys written before, as written with their colon ('"role":'):
--- objects repeat their keys (every element of an array, every document of
--- a stream), and a table lookup costs less than escaping the key again
--- through the FFI. Bounded by clearing it when full (a weak table would
--- never drop strings); cleared when the escaping of `/` changes.
-local key_cache, key_cache_count = {}, 0
+-- Short keys written before, as written with their colon ('"role":'), in
+-- each encoder's config: objects repeat their keys (every element of an
+-- array, every document of a stream), and a table lookup costs less than
+-- escaping the key again through the FFI. Bounded by clearing it when
+-- full (a weak table would never drop strings); cleared when the escaping
+-- of `/` changes.
 local KEY_CACHE_MAX = 4096
 local KEY_CACHE_LEN = 64
 
@@ -245,6 +300,7 @@ local KEY_CACHE_LEN = 64
 local function put_key(k)
     local tk = type(k)
     if tk == "string" then
+        local key_cache = config.key_cache
         local written = key_cache[k]
         if written then
             buf:put(written)
@@ -258,13 +314,13 @@ local function put_key(k)
         local before = #buf
         put_string(k)
         buf:put(":")
-        if key_cache_count >= KEY_CACHE_MAX then
+        if config.key_cache_count >= KEY_CACHE_MAX then
             table_clear(key_cache)
-            key_cache_count = 0
+            config.key_cache_count = 0
         end
         local p, len = buf:ref()
         key_cache[k] = ffi_string(p + before, len - before)
-        key_cache_count = key_cache_count + 1
+        config.key_cache_count = config.key_cache_count + 1
     elseif tk == "number" then
         buf:put('"')
         put_number(k)
@@ -304,9 +360,11 @@ local function put_table(t, depth)
     buf:put("{")
     local first = true
     for k, v in next, t do
-        if first then first = false else buf:put(",") end
-        put_key(k)
-        put_value(v, depth)
+        if not skipped(v) then
+            if first then first = false else buf:put(",") end
+            put_key(k)
+            put_value(v, depth)
+        end
     end
     buf:put("}")
 end
@@ -346,7 +404,7 @@ end
 local function put_added(rec, kept, depth)
     for _, key in next_added, rec, ADDED_START do
         local v = object_value(rec, key)
-        if v ~= DELETED then
+        if v ~= DELETED and not skipped(v) then
             if kept then buf:put(",") end
             kept = true
             put_key(key)
@@ -357,10 +415,14 @@ end
 
 -- The elements appended to an array (change record rec), holes as null.
 local function put_appended(rec, depth)
+    local kept = rec[R_N0] > 0
     for i = rec[R_N0] + 1, rec[R_N] do
-        if i > 1 then buf:put(",") end
         local v = rec[FIELDS + i]
-        put_value(v == DELETED and null or v, depth)
+        if not skipped(v) then
+            if kept then buf:put(",") end
+            kept = true
+            put_value(v == DELETED and null or v, depth)
+        end
     end
 end
 
@@ -587,7 +649,10 @@ local function put_top(v)
         flush()
         return
     end
-    put_value(v, 0)
+    -- A value left out is the whole text left out: "", as cjson gives.
+    if not skipped(v) then
+        put_value(v, 0)
+    end
 end
 
 -- Encodes v in reader R's section; returns the text, or nil and the
@@ -615,14 +680,17 @@ local function encode_with(v, R)
     return out
 end
 
--- The Lua encoder: every value, proxies included.
-local function lua_encode(v)
+-- The Lua encoder, with the options of `cfg`: every value, proxies
+-- included.
+local function lua_encode(v, cfg)
     local st, code = proxy_info(v)
     if st and (code == 0 or code == -1) and not has_changes(st) then
         -- An untouched whole document is its own text.
         return st[SRC]
     end
     local R = enter()
+    local saved_config = config
+    config = cfg
     local out, err
     if R == MAIN then
         out, err = encode_with(v, R)
@@ -635,6 +703,7 @@ local function lua_encode(v)
         buf, reader, deepest = saved_buf, saved_reader, saved_deepest
         pending_base, pending_from, pending_to = saved_base, saved_from, saved_to
     end
+    config = saved_config
     leave(R)
     if out == nil then
         error(err, 0)
@@ -646,108 +715,180 @@ end
 -- C API can be found: a table whose metatable is one of ours or none,
 -- and any other value. The native encoder hands back (returns nothing)
 -- what it does not encode, a proxy or another metatable met inside, cdata,
--- nesting deeper than its stack grows, and the Lua encoder encodes the
--- whole value again. Counted, for the specs.
+-- nesting deeper than its stack grows, a NaN or an infinity that
+-- `encode_invalid_numbers` lets through, a value that
+-- `encode_skip_unsupported_value_types` leaves out, and the Lua encoder
+-- encodes the whole value again. Counted, for the specs.
 local c_encode = qffi.c_encode
 local native_done, native_declined = 0, 0
 
 -- The options as the native encoder reads them (src/lua_api/encode.rs,
--- `options`): one string, packed again whenever an option changes.
-local native_options
+-- `options`): one string in cfg.native, packed again whenever an option
+-- changes.
 local function u32(n)
     return str_char(n % 256, math_floor(n / 256) % 256, math_floor(n / 65536) % 256,
                     math_floor(n / 16777216) % 256)
 end
-local function pack_options()
-    local flags = (config.sparse_convert and 1 or 0) + (config.escape_slash and 2 or 0)
-                  + (config.empty_table_as_object and 4 or 0)
-    native_options = str_char(config.number_precision, flags) .. u32(config.sparse_ratio)
-                     .. u32(config.sparse_safe) .. u32(config.max_depth)
+local function pack_options(cfg)
+    local flags = (cfg.sparse_convert and 1 or 0) + (cfg.escape_slash and 2 or 0)
+                  + (cfg.empty_table_as_object and 4 or 0)
+                  + (cfg.invalid_numbers ~= 0 and 8 or 0) + (cfg.skip_unsupported and 16 or 0)
+    cfg.native = str_char(cfg.number_precision, flags) .. u32(cfg.sparse_ratio)
+                 .. u32(cfg.sparse_safe) .. u32(cfg.max_depth)
 end
-pack_options()
 
-function _M.encode(v)
-    if c_encode then
-        local mt = type(v) == "table" and getmetatable(v)
-        if not mt or mt == array_mt or mt == empty_array_mt then
-            local out, err = c_encode(v, native_options, null, array_mt, empty_array_mt,
-                                      empty_array, cjson_empty_array())
-            if out then
-                native_done = native_done + 1
-                return out
-            elseif err then
-                native_done = native_done + 1
-                error(err, 0)
+-- encode_invalid_numbers' settings, as cjson names them.
+local INVALID_NUMBERS = { [false] = 0, off = 0, [true] = 1, on = 1, null = 2 }
+local INVALID_NUMBER_NAMES = { [0] = false, true, "null" }
+
+-- An encoder: `encode` and cjson's encoder options (set when given
+-- arguments, return the current values) over a config of its own. The
+-- module's are one (qjson.encode, qjson.encode_*); qjson.new() makes
+-- another per instance.
+local function encoder(cfg)
+    pack_options(cfg)
+    local e = {}
+
+    function e.encode(v)
+        if c_encode then
+            local mt = type(v) == "table" and getmetatable(v)
+            if not mt or mt == array_mt or mt == empty_array_mt then
+                local out, err = c_encode(v, cfg.native, null, array_mt, empty_array_mt,
+                                          empty_array, cjson_empty_array())
+                if out then
+                    native_done = native_done + 1
+                    return out
+                elseif err then
+                    native_done = native_done + 1
+                    error(err, 0)
+                end
+                native_declined = native_declined + 1
             end
-            native_declined = native_declined + 1
         end
+        return lua_encode(v, cfg)
     end
-    return lua_encode(v)
-end
 
--- For the specs: the Lua encoder alone, and how many encodes the native
--- encoder finished (with the text or an error) and handed back.
-_M.lua_encode = lua_encode
-function _M.native_counts()
-    return native_done, native_declined
-end
+    -- For the specs: the Lua encoder alone.
+    function e.lua_encode(v)
+        return lua_encode(v, cfg)
+    end
 
--- cjson's encoder options: set when given arguments, return the current
--- values.
+    function e.encode_number_precision(n)
+        n = integer("encode_number_precision", 1, n, 1, 16)
+        if n then
+            cfg.number_precision = n
+            cfg.number_format = "%." .. n .. "g"
+            cfg.exact_integers = 10 ^ n
+            pack_options(cfg)
+        end
+        return cfg.number_precision
+    end
+
+    function e.encode_sparse_array(convert, ratio, safe)
+        convert = switch("encode_sparse_array", 1, convert)
+        ratio = integer("encode_sparse_array", 2, ratio, 0, 2 ^ 31 - 1)
+        safe = integer("encode_sparse_array", 3, safe, 0, 2 ^ 31 - 1)
+        if convert ~= nil then cfg.sparse_convert = convert end
+        if ratio then cfg.sparse_ratio = ratio end
+        if safe then cfg.sparse_safe = safe end
+        pack_options(cfg)
+        return cfg.sparse_convert, cfg.sparse_ratio, cfg.sparse_safe
+    end
+
+    function e.encode_escape_forward_slash(on)
+        on = switch("encode_escape_forward_slash", 1, on)
+        if on ~= nil and on ~= cfg.escape_slash then
+            cfg.escape_slash = on
+            table_clear(cfg.key_cache)
+            cfg.key_cache_count = 0
+            pack_options(cfg)
+        end
+        return cfg.escape_slash
+    end
+
+    function e.encode_empty_table_as_object(on)
+        on = switch("encode_empty_table_as_object", 1, on)
+        if on ~= nil then
+            cfg.empty_table_as_object = on
+            pack_options(cfg)
+        end
+        return cfg.empty_table_as_object
+    end
+
+    function e.encode_max_depth(n)
+        n = integer("encode_max_depth", 1, n, 1, 2 ^ 31 - 1)
+        if n then
+            cfg.max_depth = n
+            pack_options(cfg)
+        end
+        return cfg.max_depth
+    end
+
+    -- "off" (the default) refuses NaN and infinities; "on" writes them as
+    -- NaN, Infinity and -Infinity (not JSON, but what JavaScript reads);
+    -- "null" writes null.
+    function e.encode_invalid_numbers(setting)
+        if setting ~= nil then
+            local v = INVALID_NUMBERS[setting]
+            if v == nil then
+                error(str_format("bad argument #1 to 'encode_invalid_numbers'"
+                                 .. " (invalid option '%s')", tostring(setting)), 2)
+            end
+            cfg.invalid_numbers = v
+            pack_options(cfg)
+        end
+        return INVALID_NUMBER_NAMES[cfg.invalid_numbers]
+    end
+
+    -- Leaves functions, threads, userdata (but null) and cdata (but
+    -- int64_t and uint64_t) out of arrays and objects, with their keys,
+    -- instead of raising; a value left out at the top encodes as "".
+    -- (A value written into a proxy over one of its source members is
+    -- still refused: the member's key is the source's.)
+    function e.encode_skip_unsupported_value_types(on)
+        on = switch("encode_skip_unsupported_value_types", 1, on)
+        if on ~= nil then
+            cfg.skip_unsupported = on
+            pack_options(cfg)
+        end
+        return cfg.skip_unsupported
+    end
+
+    -- cjson's switch for keeping its buffer between calls: qjson always
+    -- keeps its own, so the setting changes nothing but what it returns.
+    function e.encode_keep_buffer(on)
+        on = switch("encode_keep_buffer", 1, on)
+        if on ~= nil then
+            cfg.keep_buffer = on
+        end
+        return cfg.keep_buffer
+    end
+
+    return e
+end
 
 -- The option functions, for the facades to re-export.
 _M.OPTIONS = { "encode_number_precision", "encode_sparse_array", "encode_escape_forward_slash",
-               "encode_empty_table_as_object", "encode_max_depth" }
+               "encode_empty_table_as_object", "encode_max_depth", "encode_invalid_numbers",
+               "encode_skip_unsupported_value_types", "encode_keep_buffer" }
 
-function _M.encode_number_precision(n)
-    n = integer("encode_number_precision", 1, n, 1, 16)
-    if n then
-        config.number_precision = n
-        config.number_format = "%." .. n .. "g"
-        config.exact_integers = 10 ^ n
-        pack_options()
-    end
-    return config.number_precision
+-- A new encoder with cjson's default options (for qjson.new()).
+function _M.new_encoder()
+    return encoder(new_config())
 end
 
-function _M.encode_sparse_array(convert, ratio, safe)
-    convert = switch("encode_sparse_array", 1, convert)
-    ratio = integer("encode_sparse_array", 2, ratio, 0, 2 ^ 31 - 1)
-    safe = integer("encode_sparse_array", 3, safe, 0, 2 ^ 31 - 1)
-    if convert ~= nil then config.sparse_convert = convert end
-    if ratio then config.sparse_ratio = ratio end
-    if safe then config.sparse_safe = safe end
-    pack_options()
-    return config.sparse_convert, config.sparse_ratio, config.sparse_safe
+-- The module's encoder: qjson.encode and its options.
+local default = _M.new_encoder()
+_M.encode = default.encode
+_M.lua_encode = default.lua_encode
+for _, name in ipairs(_M.OPTIONS) do
+    _M[name] = default[name]
 end
 
-function _M.encode_escape_forward_slash(on)
-    on = switch("encode_escape_forward_slash", 1, on)
-    if on ~= nil and on ~= config.escape_slash then
-        config.escape_slash = on
-        table_clear(key_cache)
-        key_cache_count = 0
-        pack_options()
-    end
-    return config.escape_slash
-end
-
-function _M.encode_empty_table_as_object(on)
-    on = switch("encode_empty_table_as_object", 1, on)
-    if on ~= nil then
-        config.empty_table_as_object = on
-        pack_options()
-    end
-    return config.empty_table_as_object
-end
-
-function _M.encode_max_depth(n)
-    n = integer("encode_max_depth", 1, n, 1, 2 ^ 31 - 1)
-    if n then
-        config.max_depth = n
-        pack_options()
-    end
-    return config.max_depth
+-- For the specs: how many encodes the native encoder finished (with the
+-- text or an error) and handed back.
+function _M.native_counts()
+    return native_done, native_declined
 end
 
 return _M

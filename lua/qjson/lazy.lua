@@ -868,8 +868,9 @@ end
 -- non-empty child and resumes after it.
 
 -- The value of a scalar item, or a presized empty table for a container
--- item plus its item count.
-local function item_value(item)
+-- item plus its item count. Arrays get `arrays_mt` when given
+-- (decode_array_with_array_mt), else empty ones get empty_array_mt.
+local function item_value(item, arrays_mt)
     local ty = item.type
     if ty == T_STRING then
         return ffi_string(item.str, item.len), 0
@@ -879,6 +880,9 @@ local function item_value(item)
         return new_tab(0, item.len), item.len
     elseif ty == T_ARRAY then
         local n = item.len
+        if arrays_mt then
+            return setmetatable(new_tab(n, 0), arrays_mt), n
+        end
         if n == 0 then
             return setmetatable({}, empty_array_mt), 0
         end
@@ -897,8 +901,8 @@ end
 -- another (a finalizer decoding) makes its own.
 local main_stacks = { {}, {}, {}, {} }
 
-local function build(items, stacks)
-    local root, open = item_value(items[0])
+local function build(items, stacks, arrays_mt)
+    local root, open = item_value(items[0], arrays_mt)
     if open == 0 then
         return root
     end
@@ -912,7 +916,7 @@ local function build(items, stacks)
             while left > 0 do
                 local key_item = items[i]
                 local key = ffi_string(key_item.str, key_item.len)
-                local v, n = item_value(items[i + 1])
+                local v, n = item_value(items[i + 1], arrays_mt)
                 i = i + 2
                 left = left - 1
                 t[key] = v
@@ -927,7 +931,7 @@ local function build(items, stacks)
         else
             local at = nexts[depth]
             while left > 0 do
-                local v, n = item_value(items[i])
+                local v, n = item_value(items[i], arrays_mt)
                 i = i + 1
                 left = left - 1
                 t[at] = v
@@ -950,10 +954,10 @@ local function build(items, stacks)
 end
 
 -- Plain tables for the value at cursor of the native document ptr (any
--- value type), through reader R.
-local function tape_value(ptr, cursor, R)
+-- value type), through reader R; arrays as `item_value` makes them.
+local function tape_value(ptr, cursor, R, arrays_mt)
     C.qjson_tape(ptr, cursor, R)
-    local v = build(R.items, R == qffi.main and main_stacks or { {}, {}, {}, {} })
+    local v = build(R.items, R == qffi.main and main_stacks or { {}, {}, {}, {} }, arrays_mt)
     return v
 end
 _M.tape_value = tape_value

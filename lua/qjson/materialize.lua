@@ -30,14 +30,15 @@ local _M = {}
 
 -- One level of materialize, through reader R: a copy of v's own entries
 -- (children not yet converted) and true, or, for a scalar or an
--- unchanged proxy, the finished value.
-local function materialize_level(v, R)
+-- unchanged proxy, the finished value. Arrays of proxies get `arrays_mt`
+-- when given, else empty ones get empty_array_mt.
+local function materialize_level(v, R, arrays_mt)
     local st, code = proxy_info(v)
     if st then
         local ptr = live_ptr(st)
         local cursor = lazy.cursor_of(code)
         if not changed(st, v, code, R) then
-            return tape_value(ptr, cursor, R)
+            return tape_value(ptr, cursor, R, arrays_mt)
         end
         if code < 0 then
             local rec = lazy.record_of(st, v, code)
@@ -52,7 +53,9 @@ local function materialize_level(v, R)
                 if e == nil then e = null end
                 out[i] = e
             end
-            if n == 0 then setmetatable(out, empty_array_mt) end
+            if arrays_mt or n == 0 then
+                setmetatable(out, arrays_mt or empty_array_mt)
+            end
             return out, true
         end
         local out = {}
@@ -74,8 +77,8 @@ end
 -- converts (a document parsed with a large max_depth, then changed deep
 -- down); the tables on the current path are tracked, so one that
 -- contains itself raises instead of looping.
-local function materialize_tree(v, R)
-    local root, open = materialize_level(v, R)
+local function materialize_tree(v, R, arrays_mt)
+    local root, open = materialize_level(v, R, arrays_mt)
     if not open then return root end
     local outs, keys, sources, on_path = { root }, {}, { v }, { [v] = true }
     local depth = 1
@@ -91,7 +94,7 @@ local function materialize_tree(v, R)
                 if on_path[e] then
                     error("qjson: cannot materialize a table that contains itself", 0)
                 end
-                local converted, children = materialize_level(e, R)
+                local converted, children = materialize_level(e, R, arrays_mt)
                 out[k] = converted
                 if children then
                     depth = depth + 1
@@ -105,11 +108,12 @@ local function materialize_tree(v, R)
 end
 
 -- qjson.materialize(v): what cjson.decode gives for the same text (plus
--- empty_array_mt on empty arrays), with any changes made through proxies
--- applied. One section for the whole tree.
-function _M.materialize(v)
+-- empty_array_mt on empty arrays, or `arrays_mt` on every array when
+-- given: decode_array_with_array_mt), with any changes made through
+-- proxies applied. One section for the whole tree.
+function _M.materialize(v, arrays_mt)
     local R = enter()
-    local ok, out = pcall(materialize_tree, v, R)
+    local ok, out = pcall(materialize_tree, v, R, arrays_mt)
     leave(R)
     if not ok then
         error(out, 2)

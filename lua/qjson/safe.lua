@@ -4,9 +4,6 @@
 
 local qjson = require("qjson")
 
-local parse = qjson._parse
-local decode = qjson._decode
-local encode = qjson.encode
 local encode_options = require("qjson.encode").OPTIONS
 local ipairs = ipairs
 local pcall = pcall
@@ -26,45 +23,55 @@ local function safe_option(set)
     end
 end
 
-local _M = {
-    _VERSION = qjson._VERSION,
-    null = qjson.null,
-    decode_max_depth = safe_option(qjson.decode_max_depth),
-    duplicate_keys = safe_option(qjson.duplicate_keys),
-    kernel = qjson.kernel,
-    materialize = qjson.materialize,
-    len = qjson.len,
-    pairs = qjson.pairs,
-    ipairs = qjson.ipairs,
-    array_mt = qjson.array_mt,
-    empty_array_mt = qjson.empty_array_mt,
-    empty_array = qjson.empty_array,
-}
-for _, name in ipairs(encode_options) do
-    _M[name] = safe_option(qjson[name])
-end
+local DECODE_OPTIONS = { "decode_max_depth", "duplicate_keys", "decode_array_with_array_mt",
+                         "decode_invalid_numbers", "decode_allow_comment", "encode_indent" }
+local SHARED = { "_VERSION", "null", "kernel", "materialize", "len", "pairs", "ipairs",
+                 "array_mt", "empty_array_mt", "empty_array", "library_path" }
 
-function _M.parse(text, opts)
-    local d, err = parse(text, opts, true)
-    return d, err
-end
-
-function _M.decode(text, opts)
-    local v, err = decode(text, opts)
-    if v == nil then
-        return nil, err
+-- The safe facade of the qjson module table `q` (the module, or one
+-- made by qjson.new(), whose options it then shares).
+local function wrap(q)
+    local parse, decode, encode = q._parse, q._decode, q.encode
+    local M = { _NAME = "qjson.safe" }
+    for _, name in ipairs(SHARED) do
+        M[name] = q[name]
     end
-    return v
-end
-
--- Returns nil, err where qjson.encode raises (unsupported values, NaN,
--- excessive nesting), like cjson.safe.encode.
-function _M.encode(v)
-    local ok, out = pcall(encode, v)
-    if not ok then
-        return nil, out
+    for _, name in ipairs(DECODE_OPTIONS) do
+        M[name] = safe_option(q[name])
     end
-    return out
+    for _, name in ipairs(encode_options) do
+        M[name] = safe_option(q[name])
+    end
+
+    function M.parse(text, opts)
+        local d, err = parse(text, opts, true)
+        return d, err
+    end
+
+    function M.decode(text, opts)
+        local v, err = decode(text, opts)
+        if v == nil then
+            return nil, err
+        end
+        return v
+    end
+
+    -- Returns nil, err where qjson.encode raises (unsupported values, NaN,
+    -- excessive nesting), like cjson.safe.encode.
+    function M.encode(v)
+        local ok, out = pcall(encode, v)
+        if not ok then
+            return nil, out
+        end
+        return out
+    end
+
+    -- A safe facade over a new qjson instance (cjson.safe.new()).
+    function M.new()
+        return wrap(q.new())
+    end
+
+    return M
 end
 
-return _M
+return wrap(qjson)

@@ -53,12 +53,14 @@ thread_local! {
 
 /// The Lua arguments: 1 the text, 2 `max_depth`, 3 `duplicate_keys`
 /// (`QJSON_DUPLICATE_KEYS_*`), 4 the null value, 5 the metatable of empty
-/// arrays.
+/// arrays, 6 (only when `decode_array_with_array_mt` is on) the metatable
+/// of every array.
 const TEXT: c_int = 1;
 const MAX_DEPTH: c_int = 2;
 const DUPLICATE_KEYS: c_int = 3;
 const NULL: c_int = 4;
 const EMPTY_ARRAY_MT: c_int = 5;
+const ARRAY_MT: c_int = 6;
 
 /// `LUA_TNIL` of lua.h.
 const LUA_TNIL: c_int = 0;
@@ -110,6 +112,7 @@ pub unsafe fn decode(api: &Api, state: State) -> c_int {
         api,
         state,
         strict: duplicate_keys == DuplicateKeys::Error,
+        arrays_mt: base >= ARRAY_MT,
     };
     let outcome = eager::decode(input, &opts, &mut scratch, &mut sink);
     if scratch.retained_bytes() <= MAX_KEPT_BYTES {
@@ -171,6 +174,9 @@ struct LuaSink<'a> {
     state: State,
     /// Whether a repeated key makes the text invalid.
     strict: bool,
+    /// Whether every array gets the metatable at [`ARRAY_MT`] (else an
+    /// empty one gets the one at [`EMPTY_ARRAY_MT`]).
+    arrays_mt: bool,
 }
 
 impl LuaSink<'_> {
@@ -253,7 +259,10 @@ impl Stack for LuaSink<'_> {
                     (api.createtable)(state, 0, size);
                 } else {
                     (api.createtable)(state, size, 0);
-                    if last && slots == 0 {
+                    if self.arrays_mt {
+                        (api.pushvalue)(state, ARRAY_MT);
+                        (api.setmetatable)(state, -2);
+                    } else if last && slots == 0 {
                         // Empty arrays re-encode as [], as cjson's fork does.
                         (api.pushvalue)(state, EMPTY_ARRAY_MT);
                         (api.setmetatable)(state, -2);

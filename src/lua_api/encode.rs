@@ -199,7 +199,7 @@ impl Fault {
             Fault::BadKey(kind) => {
                 format!("Cannot serialise {kind}: table key must be a number or string")
             }
-            Fault::NotFinite => "Cannot serialise number: must not be NaN or Inf".to_owned(),
+            Fault::NotFinite => "Cannot serialise number: must not be NaN or Infinity".to_owned(),
             Fault::Sparse => "Cannot serialise table: excessively sparse array".to_owned(),
             Fault::TooDeep(depth) => format!("Cannot serialise, excessive nesting ({depth})"),
         })
@@ -216,6 +216,24 @@ struct Options {
     escape_slash: bool,
     empty_table_as_object: bool,
     max_depth: u32,
+    /// `encode_invalid_numbers` is not "off": a NaN or an infinity is
+    /// written by the Lua encoder.
+    invalid_numbers_in_lua: bool,
+    /// `encode_skip_unsupported_value_types`: a value of a type JSON
+    /// lacks is left out, by the Lua encoder.
+    skip_unsupported_in_lua: bool,
+}
+
+impl Options {
+    /// The fault `fault` is, under these options: the Lua encoder's to
+    /// deal with, where an option makes it no error.
+    fn judge(&self, fault: Fault) -> Fault {
+        match fault {
+            Fault::NotFinite if self.invalid_numbers_in_lua => Fault::GiveUp,
+            Fault::Unsupported(_) if self.skip_unsupported_in_lua => Fault::GiveUp,
+            fault => fault,
+        }
+    }
 }
 
 /// Encodes the value at argument 1 and returns the Lua results: the JSON
@@ -249,7 +267,7 @@ pub unsafe fn encode(api: &Api, state: State) -> c_int {
         wide_decimal_point: None,
     };
     // SAFETY: the caller's state and api; the stack holds the arguments.
-    let walked = unsafe { encoder.run() };
+    let walked = unsafe { encoder.run() }.map_err(|fault| encoder.options.judge(fault));
     // SAFETY: as above; the frames describe the stack the walk left.
     let walked = unsafe { encoder.first_error(walked) };
     // SAFETY: base is a height the stack had.
@@ -286,7 +304,8 @@ pub unsafe fn encode(api: &Api, state: State) -> c_int {
 /// The options, from the string at argument 2 that lua/qjson/encode.lua
 /// packs whenever one changes (one argument read, not seven): 14 bytes,
 /// `encode_number_precision`; flags, 1 `sparse_convert`, 2
-/// `escape_slash`, 4 `empty_table_as_object`; then `sparse_ratio`,
+/// `escape_slash`, 4 `empty_table_as_object`, 8 `encode_invalid_numbers`
+/// other than "off", 16 `encode_skip_unsupported_value_types`; then `sparse_ratio`,
 /// `sparse_safe` and `encode_max_depth` as little-endian `u32`s. `None`
 /// when it is not such a string or a value is out of its setter's range.
 ///
@@ -324,6 +343,8 @@ unsafe fn options(api: &Api, state: State) -> Option<Options> {
         escape_slash: flags & 2 != 0,
         empty_table_as_object: flags & 4 != 0,
         max_depth,
+        invalid_numbers_in_lua: flags & 8 != 0,
+        skip_unsupported_in_lua: flags & 16 != 0,
     })
 }
 

@@ -1,0 +1,327 @@
+-- The module tables of qjson and qjson.safe against lua-cjson's (OpenResty's
+-- fork, 2.1.0.11, what OpenResty ships): code written for cjson, such as
+-- Kong's `require("cjson.safe").new()` followed by
+-- `decode_array_with_array_mt(true)`, runs unchanged. Every function and
+-- field the fork has, the same option defaults, `new()` instances whose
+-- options are their own, and the options' effects byte for byte; where
+-- the fork is found (spec/helper.lua), against it as well.
+
+local ffi = require("ffi")
+local qjson = require("qjson")
+local safe = require("qjson.safe")
+local fork = require("helper").fork()
+
+-- The fork's module table, as `pairs(require("cjson"))` lists it.
+local CJSON_NAMES = {
+    "_NAME", "_VERSION", "array_mt", "decode", "decode_allow_comment",
+    "decode_array_with_array_mt", "decode_invalid_numbers", "decode_max_depth", "empty_array",
+    "empty_array_mt", "encode", "encode_empty_table_as_object", "encode_escape_forward_slash",
+    "encode_indent", "encode_invalid_numbers", "encode_keep_buffer", "encode_max_depth",
+    "encode_number_precision", "encode_skip_unsupported_value_types", "encode_sparse_array",
+    "new", "null",
+}
+
+-- Every module table a user can hold.
+local function modules()
+    return {
+        { "qjson", qjson }, { "qjson.new()", qjson.new() },
+        { "qjson.safe", safe }, { "qjson.safe.new()", safe.new() },
+    }
+end
+
+-- The option getters' results (no argument: the current setting), by name.
+local function settings(m)
+    local out = {}
+    for _, name in ipairs(CJSON_NAMES) do
+        if name:match("^encode_") or name:match("^decode_") then
+            out[name] = { m[name]() }
+        end
+    end
+    return out
+end
+
+describe("qjson's module tables against lua-cjson's", function()
+    it("have every function and field of OpenResty's cjson and cjson.safe", function()
+        for _, entry in ipairs(modules()) do
+            for _, name in ipairs(CJSON_NAMES) do
+                assert(entry[2][name] ~= nil, entry[1] .. " lacks " .. name)
+            end
+        end
+        assert.equal("qjson", qjson._NAME)
+        assert.equal("qjson.safe", safe._NAME)
+        assert.equal(qjson.null, safe.new().null)
+        assert.equal(qjson.array_mt, qjson.new().array_mt)
+    end)
+
+    it("have every name the fork found here has", function()
+        if not fork then
+            pending("OpenResty's cjson fork not found (tools/baselines.sh)")
+            return
+        end
+        for name in pairs(fork) do
+            assert(qjson[name] ~= nil, "qjson lacks " .. name)
+        end
+        for name in pairs(fork.new()) do
+            assert(qjson.new()[name] ~= nil, "qjson.new() lacks " .. name)
+        end
+    end)
+
+    it("start with cjson's option settings, but decode_invalid_numbers", function()
+        local want = {
+            encode_number_precision = { 14 }, encode_sparse_array = { false, 2, 10 },
+            encode_escape_forward_slash = { true }, encode_empty_table_as_object = { true },
+            encode_max_depth = { 1000 }, decode_max_depth = { 1000 },
+            encode_invalid_numbers = { false }, encode_keep_buffer = { true },
+            decode_array_with_array_mt = { false }, encode_skip_unsupported_value_types = { false },
+            encode_indent = { "" }, decode_allow_comment = { false },
+            -- cjson accepts NaN, Infinity and hexadecimal numbers by default;
+            -- qjson keeps to RFC 8259.
+            decode_invalid_numbers = { false },
+        }
+        for _, entry in ipairs(modules()) do
+            assert.same(want, settings(entry[2]), entry[1])
+        end
+        if fork then
+            local theirs = settings(fork.new())
+            theirs.decode_invalid_numbers = { false }
+            assert.same(want, theirs)
+        end
+    end)
+end)
+
+describe("qjson.new()", function()
+    it("keeps its options to itself, and the module keeps its own", function()
+        local a, b = qjson.new(), qjson.new()
+        a.encode_escape_forward_slash(false)
+        a.encode_number_precision(3)
+        a.decode_max_depth(2)
+        a.duplicate_keys("error")
+        for _ = 1, 2 do
+            -- Twice: the key cache of one encoder must not serve another.
+            assert.equal('{"a/b":0.333}', a.encode({ ["a/b"] = 1 / 3 }))
+            assert.equal('{"a\\/b":0.33333333333333}', b.encode({ ["a/b"] = 1 / 3 }))
+            assert.equal('{"a\\/b":0.33333333333333}', qjson.encode({ ["a/b"] = 1 / 3 }))
+        end
+        assert.has_error(function() a.decode("[[[1]]]") end, "qjson: nesting too deep at byte 2")
+        assert.equal(1, b.decode("[[[1]]]", { lazy = false })[1][1][1])
+        assert.has_error(function() a.parse('{"k":1,"k":2}') end)
+        assert.equal(2, qjson.parse('{"k":1,"k":2}'):get_f64("k"))
+        assert.equal(false, qjson.encode_escape_forward_slash() == false)
+        assert.equal(1000, qjson.decode_max_depth())
+        assert.equal("last", qjson.duplicate_keys())
+        -- A new instance starts from the defaults, whatever made it.
+        local c = a.new()
+        assert.equal(14, c.encode_number_precision())
+        assert.equal(1000, c.decode_max_depth())
+    end)
+
+    it("applies its options to proxies it decodes and encodes", function()
+        local a = qjson.new()
+        a.encode_number_precision(3)
+        local p = a.decode('{"x": 1, "y": [1, 2]}')
+        p.x = 1 / 3
+        -- The Lua encoder splices the change in with the instance's options.
+        assert.equal('{"x": 0.333, "y": [1, 2]}', a.encode(p))
+        assert.equal('{"x": 0.33333333333333, "y": [1, 2]}', qjson.encode(p))
+    end)
+
+    it("has a safe facade of its own", function()
+        local s = safe.new()
+        assert.equal(3, s.encode_number_precision(3))
+        assert.equal("0.333", s.encode(1 / 3))
+        assert.equal("0.33333333333333", safe.encode(1 / 3))
+        local v, err = s.decode("[1")
+        assert.is_nil(v)
+        assert.matches("^qjson: unexpected end of input", err)
+        local ok, message = s.decode_invalid_numbers(true)
+        assert.is_nil(ok)
+        assert.matches("decode_invalid_numbers cannot be turned on", message)
+    end)
+end)
+
+describe("decode_array_with_array_mt", function()
+    local TEXT = '{"a":[],"b":[[1],[]],"c":{"d":[2]}}'
+
+    -- Every array of `t` has metatable `mt`, every object none.
+    local function check(t, mt)
+        assert.equal(mt, getmetatable(t.a))
+        assert.equal(mt, getmetatable(t.b))
+        assert.equal(mt, getmetatable(t.b[1]))
+        assert.equal(mt, getmetatable(t.b[2]))
+        assert.equal(mt, getmetatable(t.c.d))
+        assert.is_nil(getmetatable(t))
+        assert.is_nil(getmetatable(t.c))
+    end
+
+    it("gives every eagerly decoded or materialized array qjson.array_mt", function()
+        local a = qjson.new()
+        assert.is_true(a.decode_array_with_array_mt(true))
+        check(a.decode(TEXT, { lazy = false }), qjson.array_mt)
+        check(a.materialize(a.decode(TEXT)), qjson.array_mt)
+        assert.equal("[]", a.encode(a.decode("[]", { lazy = false })))
+        assert.equal('{"a":[[1],[]]}', a.encode(a.decode('{"a":[[1],[]]}', { lazy = false })))
+        -- The module's decode is untouched: empty arrays alone are marked.
+        local t = qjson.decode(TEXT, { lazy = false })
+        assert.equal(qjson.empty_array_mt, getmetatable(t.a))
+        assert.is_nil(getmetatable(t.b[1]))
+        assert.is_false(a.decode_array_with_array_mt("off"))
+        assert.is_nil(getmetatable(a.decode("[1]", { lazy = false })))
+    end)
+
+    it("marks the arrays of the FFI build too (nesting deeper than the Lua stack)", function()
+        local a = qjson.new()
+        a.decode_array_with_array_mt(true)
+        a.decode_max_depth(100000)
+        local depth = 20000
+        local t = a.decode(("["):rep(depth) .. ("]"):rep(depth), { lazy = false })
+        for _ = 1, depth - 1 do
+            assert.equal(qjson.array_mt, getmetatable(t))
+            t = t[1]
+        end
+        assert.equal(qjson.array_mt, getmetatable(t))
+        assert.is_nil(t[1])
+    end)
+
+    it("matches the fork's tables", function()
+        if not fork then
+            pending("OpenResty's cjson fork not found (tools/baselines.sh)")
+            return
+        end
+        local theirs, ours = fork.new(), qjson.new()
+        theirs.decode_array_with_array_mt(true)
+        ours.decode_array_with_array_mt(true)
+        local c, q = theirs.decode(TEXT), ours.decode(TEXT, { lazy = false })
+        check(c, theirs.array_mt)
+        check(q, qjson.array_mt)
+    end)
+end)
+
+describe("encode_invalid_numbers", function()
+    local VALUES = {
+        { { 0 / 0, math.huge, -math.huge }, "[NaN,Infinity,-Infinity]", "[null,null,null]" },
+        { { a = -math.huge }, '{"a":-Infinity}', '{"a":null}' },
+        { { [0.5] = 0 / 0 }, '{"0.5":NaN}', '{"0.5":null}' },
+        { 0 / 0, "NaN", "null" },
+    }
+
+    it("writes NaN and infinities as cjson does when on or null", function()
+        local a = qjson.new()
+        assert.is_true(a.encode_invalid_numbers(true))
+        for _, case in ipairs(VALUES) do
+            assert.equal(case[2], a.encode(case[1]))
+        end
+        assert.equal("null", a.encode_invalid_numbers("null"))
+        for _, case in ipairs(VALUES) do
+            assert.equal(case[3], a.encode(case[1]))
+        end
+        assert.is_false(a.encode_invalid_numbers("off"))
+        assert.has_error(function() a.encode({ 0 / 0 }) end,
+                         "Cannot serialise number: must not be NaN or Infinity")
+        assert.has_error(function() a.encode_invalid_numbers("maybe") end,
+                         "bad argument #1 to 'encode_invalid_numbers' (invalid option 'maybe')")
+        assert.has_error(function() qjson.encode({ math.huge }) end,
+                         "Cannot serialise number: must not be NaN or Infinity")
+    end)
+
+    it("applies to values spliced into proxies", function()
+        local a = qjson.new()
+        a.encode_invalid_numbers("on")
+        local p = a.decode('{"x": 1, "y": [2]}')
+        p.x = 0 / 0
+        p.y[2] = -math.huge
+        assert.equal('{"x": NaN, "y": [2,-Infinity]}', a.encode(p))
+    end)
+
+    it("matches the fork", function()
+        if not fork then
+            pending("OpenResty's cjson fork not found (tools/baselines.sh)")
+            return
+        end
+        local theirs, ours = fork.new(), qjson.new()
+        for _, setting in ipairs({ "on", "null" }) do
+            theirs.encode_invalid_numbers(setting)
+            ours.encode_invalid_numbers(setting)
+            for _, case in ipairs(VALUES) do
+                assert.equal(theirs.encode(case[1]), ours.encode(case[1]))
+            end
+        end
+    end)
+end)
+
+describe("encode_skip_unsupported_value_types", function()
+    local co = coroutine.create(print)
+    local VALUES = {
+        { print, "" },
+        { { print, 1, print, 2, print }, "[1,2]" },
+        { { a = print }, "{}" },
+        { { 1, { print } }, "[1,[]]" },
+        { { co, io.stdout, 3 }, "[3]" },
+        { { b = 1, a = print }, '{"b":1}' },
+        { { ffi.new("char[1]"), qjson.null }, "[null]" },
+    }
+
+    it("leaves unsupported values out of tables, with their keys and commas", function()
+        local a = qjson.new()
+        assert.is_true(a.encode_skip_unsupported_value_types(true))
+        for _, case in ipairs(VALUES) do
+            assert.equal(case[2], a.encode(case[1]))
+        end
+        -- int64_t and uint64_t are written (qjson's extension; cjson leaves
+        -- them out too).
+        assert.equal("[5]", a.encode({ ffi.new("int64_t", 5) }))
+        assert.has_error(function() qjson.encode({ print }) end,
+                         "Cannot serialise function: type not supported")
+        -- A key is still refused.
+        assert.has_error(function() a.encode({ [print] = 1 }) end,
+                         "Cannot serialise function: table key must be a number or string")
+    end)
+
+    it("leaves them out of keys and elements added to proxies", function()
+        local a = qjson.new()
+        a.encode_skip_unsupported_value_types(true)
+        local p = a.decode('{"x": [1]}')
+        p.f = print
+        p.x[2] = print
+        p.x[3] = 3
+        assert.equal('{"x": [1,3]}', a.encode(p))
+        -- A source member's new value keeps its key: refused, not dropped.
+        p.x = print
+        assert.has_error(function() a.encode(p) end,
+                         "Cannot serialise function: type not supported")
+    end)
+
+    it("matches the fork", function()
+        if not fork then
+            pending("OpenResty's cjson fork not found (tools/baselines.sh)")
+            return
+        end
+        local theirs, ours = fork.new(), qjson.new()
+        theirs.encode_skip_unsupported_value_types(true)
+        ours.encode_skip_unsupported_value_types(true)
+        for _, case in ipairs(VALUES) do
+            local v = case[1]
+            if type(v) == "table" and v[2] == qjson.null then
+                v = { v[1], fork.null }
+            end
+            assert.equal(theirs.encode(v), ours.encode(case[1]))
+        end
+    end)
+end)
+
+describe("the options qjson keeps fixed", function()
+    it("take their one setting and refuse the other with a reason", function()
+        for _, name in ipairs({ "decode_invalid_numbers", "decode_allow_comment" }) do
+            assert.is_false(qjson[name](false))
+            assert.is_false(qjson[name]("off"))
+            assert.has_error(function() qjson[name](true) end)
+            assert.has_error(function() qjson[name]("on") end)
+            assert.is_false(qjson[name]())
+        end
+        assert.has_error(function() qjson.decode("[NaN]") end)
+        assert.equal("", qjson.encode_indent(""))
+        assert.has_error(function() qjson.encode_indent("  ") end,
+                         "qjson: encode_indent is not supported (qjson writes compact JSON)")
+        assert.is_false(qjson.new().encode_keep_buffer(false))
+        assert.is_true(qjson.encode_keep_buffer())
+    end)
+end)
