@@ -3,9 +3,8 @@
 -- fallback: lua/qjson/encode.lua) and, where it can be found, OpenResty's
 -- lua-cjson fork, byte for byte, under every encoder option.
 --
--- The fork is looked for as $BASELINES/cjson.so, then
--- target/baselines/cjson.so (tools/baselines.sh builds it there); without
--- it those comparisons are pending and the Lua encoder is the reference.
+-- The fork is found by spec/helper.lua (make test builds it); without it
+-- those comparisons are pending and the Lua encoder is the reference.
 
 local qjson = require("qjson")
 local qffi = require("qjson.ffi")

@@ -20,12 +20,15 @@ function _M.data_dir()
 end
 
 -- OpenResty's lua-cjson fork, loaded beside Debian's (its own module
--- table), or nil: looked for as $BASELINES/cjson.so, then
+-- table), or nil: looked for as $QJSON_CJSON_FORK (make test sets it:
+-- `tools/baselines.sh cjson`), $BASELINES/cjson.so, then
 -- target/baselines/cjson.so (tools/baselines.sh builds it there).
 function _M.fork()
-    for _, dir in ipairs({ os.getenv("BASELINES") or "", "target/baselines" }) do
-        local path = dir ~= "" and dir .. "/cjson.so"
-        local f = path and io.open(path, "rb")
+    local baselines = os.getenv("BASELINES")
+    for _, path in ipairs({ os.getenv("QJSON_CJSON_FORK") or "",
+                            baselines and baselines .. "/cjson.so" or "",
+                            "target/baselines/cjson.so" }) do
+        local f = path ~= "" and io.open(path, "rb")
         if f then
             f:close()
             local open = package.loadlib(path, "luaopen_cjson")

@@ -6,6 +6,11 @@
 #   BASELINES=DIR           use a build made with ../shared/baselines/build.sh
 #   ../shared/baselines/    otherwise built from there (about 20 s, once)
 #
+#   tools/baselines.sh cjson    prints the path of the fork's cjson.so alone,
+#                               built from its sources there into
+#                               target/cjson-fork (seconds, no download), for
+#                               the specs that compare with it (make test)
+#
 # Messages go to stderr; the directory alone to stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +20,12 @@ if [ -n "${BASELINES:-}" ]; then
         echo "baselines: BASELINES=$BASELINES has no cjson.so (build it with build.sh DIR)" >&2
         exit 1
     fi
-    (cd "$BASELINES" && pwd)
+    dir=$(cd "$BASELINES" && pwd)
+    if [ "${1:-}" = cjson ]; then
+        echo "$dir/cjson.so"
+    else
+        echo "$dir"
+    fi
     exit 0
 fi
 
@@ -29,6 +39,25 @@ done
 if [ -z "$sources" ]; then
     echo "baselines: ../shared/baselines not found and BASELINES not set:" \
          "comparing with Debian's lua-cjson 2.1.0 (upstream, not OpenResty's fork)" >&2
+    exit 0
+fi
+
+if [ "${1:-}" = cjson ]; then
+    out=$PWD/target/cjson-fork
+    if [ ! -f "$out/cjson.so" ]; then
+        luainc=""
+        for d in /usr/include/luajit-2.1 /usr/local/openresty/luajit/include/luajit-2.1; do
+            [ -z "$luainc" ] && [ -f "$d/lua.h" ] && luainc=$d
+        done
+        [ -n "$luainc" ] || { echo "baselines: no LuaJIT headers" >&2; exit 1; }
+        rm -rf "$out.tmp"
+        cp -r "$sources/lua-cjson-openresty" "$out.tmp"
+        make -s -C "$out.tmp" LUA_INCLUDE_DIR="$luainc" cjson.so >&2 || exit 1
+        mkdir -p "$out"
+        mv "$out.tmp/cjson.so" "$out/cjson.so"
+        rm -rf "$out.tmp"
+    fi
+    echo "$out/cjson.so"
     exit 0
 fi
 
