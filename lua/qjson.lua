@@ -266,21 +266,6 @@ local decode_invalid_numbers = strict_switch("decode_invalid_numbers",
                                              "NaN, Infinity and hexadecimal numbers")
 local decode_allow_comment = strict_switch("decode_allow_comment", "comments")
 
--- cjson's encode_indent: qjson writes no indentation (its encoders splice
--- source bytes, whose layout is the source's), so it takes "" only.
-local function encode_indent(indent)
-    if indent ~= nil then
-        if type(indent) ~= "string" and type(indent) ~= "number" then
-            error("bad argument #1 to 'encode_indent' (string expected, got " .. type(indent)
-                  .. ")", 2)
-        end
-        if indent ~= "" then
-            error("qjson: encode_indent is not supported (qjson writes compact JSON)", 2)
-        end
-    end
-    return ""
-end
-
 local materialize = require("qjson.materialize").materialize
 local new_encoder = encode.new_encoder
 
@@ -302,7 +287,6 @@ local function instance(cfg, enc)
         encode = enc.encode,
         decode_invalid_numbers = decode_invalid_numbers,
         decode_allow_comment = decode_allow_comment,
-        encode_indent = encode_indent,
     }
     for _, name in ipairs(encode.OPTIONS) do
         M[name] = enc[name]

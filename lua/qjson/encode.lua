@@ -17,6 +17,7 @@ local qffi = require("qjson.ffi")
 local lazy = require("qjson.lazy")
 local edits = require("qjson.edits")
 local options = require("qjson.options")
+local materialize = require("qjson.materialize").materialize
 
 local C = qffi.C
 local enter = qffi.enter
@@ -103,6 +104,10 @@ local function new_config()
         invalid_numbers = 0,
         skip_unsupported = false,
         keep_buffer = true,
+        -- encode_indent: false, or the string written once per level of
+        -- nesting before each element and member, each on a line of its
+        -- own (cjson's pretty-printing).
+        indent = false,
         key_cache = {},
         key_cache_count = 0,
         native = nil,
@@ -272,6 +277,29 @@ local function array_length(t)
     return max
 end
 
+-- Under encode_indent: a new line, indented for nesting depth `depth`.
+local function put_newline(depth)
+    buf:put("\n")
+    for _ = 1, depth do
+        buf:put(config.indent)
+    end
+end
+
+-- Before an element or member of a container at `depth`: the comma after
+-- the one before (unless it is the `first`), and its line under
+-- encode_indent.
+local function put_separator(first, depth)
+    if not first then buf:put(",") end
+    if config.indent then put_newline(depth) end
+end
+
+-- The closing bracket of a container at `depth`, on a line of its own
+-- under encode_indent when it holds something (`empty` otherwise).
+local function put_close(bracket, empty, depth)
+    if config.indent and not empty then put_newline(depth - 1) end
+    buf:put(bracket)
+end
+
 -- Plain tables are read raw, as cjson reads them: a metatable's __index
 -- is not consulted.
 local function put_array(t, n, depth)
@@ -280,11 +308,12 @@ local function put_array(t, n, depth)
     for i = 1, n do
         local v = rawget(t, i)
         if not skipped(v) then
-            if first then first = false else buf:put(",") end
+            put_separator(first, depth)
+            first = false
             put_value(v, depth)
         end
     end
-    buf:put("]")
+    put_close("]", first, depth)
 end
 
 -- Short keys written before, as written with their colon ('"role":'), in
@@ -361,12 +390,14 @@ local function put_table(t, depth)
     local first = true
     for k, v in next, t do
         if not skipped(v) then
-            if first then first = false else buf:put(",") end
+            put_separator(first, depth)
+            first = false
             put_key(k)
+            if config.indent then buf:put(" ") end
             put_value(v, depth)
         end
     end
-    buf:put("}")
+    put_close("}", first, depth)
 end
 
 -- Splicing: the source text of a proxy, with the edits of its document
@@ -508,13 +539,17 @@ local function put_proxy(st, code, depth)
     flush()
 end
 
--- Writes the table v (a plain one or a proxy) entered at `depth`.
+-- Writes the table v (a plain one or a proxy) entered at `depth`. Under
+-- encode_indent a proxy is written as the plain tables it stands for,
+-- every line laid out anew, as cjson would write them.
 local function put_container(v, depth)
     local st, code = proxy_info(v)
-    if st then
-        put_proxy(st, code, depth)
-    else
+    if not st then
         put_table(v, depth)
+    elseif config.indent then
+        put_table(materialize(v), depth)
+    else
+        put_proxy(st, code, depth)
     end
 end
 
@@ -637,7 +672,7 @@ end
 -- edits applied, so the whitespace around its root value stays.
 local function put_top(v)
     local st, code = proxy_info(v)
-    if st and (code == 0 or code == -1) and has_changes(st) then
+    if st and (code == 0 or code == -1) and has_changes(st) and not config.indent then
         enter_table(1)
         local src = st[SRC]
         local rec = one_key_record(st)
@@ -684,7 +719,7 @@ end
 -- included.
 local function lua_encode(v, cfg)
     local st, code = proxy_info(v)
-    if st and (code == 0 or code == -1) and not has_changes(st) then
+    if st and (code == 0 or code == -1) and not has_changes(st) and not cfg.indent then
         -- An untouched whole document is its own text.
         return st[SRC]
     end
@@ -750,7 +785,7 @@ local function encoder(cfg)
     local e = {}
 
     function e.encode(v)
-        if c_encode then
+        if c_encode and not cfg.indent then
             local mt = type(v) == "table" and getmetatable(v)
             if not mt or mt == array_mt or mt == empty_array_mt then
                 local out, err = c_encode(v, cfg.native, null, array_mt, empty_array_mt,
@@ -854,6 +889,21 @@ local function encoder(cfg)
         return cfg.skip_unsupported
     end
 
+    -- The string each level of nesting is indented by, each element and
+    -- member on a line of its own ("" for compact JSON, the default). A
+    -- number is taken as its string, as cjson takes it.
+    function e.encode_indent(indent)
+        if indent ~= nil then
+            if type(indent) ~= "string" and type(indent) ~= "number" then
+                error("bad argument #1 to 'encode_indent' (string expected, got "
+                      .. type(indent) .. ")", 2)
+            end
+            indent = tostring(indent)
+            cfg.indent = indent ~= "" and indent
+        end
+        return cfg.indent or ""
+    end
+
     -- cjson's switch for keeping its buffer between calls: qjson always
     -- keeps its own, so the setting changes nothing but what it returns.
     function e.encode_keep_buffer(on)
@@ -870,7 +920,7 @@ end
 -- The option functions, for the facades to re-export.
 _M.OPTIONS = { "encode_number_precision", "encode_sparse_array", "encode_escape_forward_slash",
                "encode_empty_table_as_object", "encode_max_depth", "encode_invalid_numbers",
-               "encode_skip_unsupported_value_types", "encode_keep_buffer" }
+               "encode_skip_unsupported_value_types", "encode_keep_buffer", "encode_indent" }
 
 -- A new encoder with cjson's default options (for qjson.new()).
 function _M.new_encoder()
