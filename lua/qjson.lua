@@ -61,12 +61,14 @@ local MAX_DEPTH_LIMIT = 2 ^ 31 - 1
 -- call that passes none (its depth limit is lua-cjson's, and the
 -- encoder's default too, so that what decode accepts re-encodes under the
 -- default options), the duplicate-key policy's name, and whether eager
--- decode gives every array array_mt (decode_array_with_array_mt).
+-- decode gives every array array_mt (decode_array_with_array_mt), and
+-- whether decode makes proxies when a call does not say (decode_lazy).
 local function new_config()
     return {
         options = ffi.new("qjson_options", 1000, C.QJSON_DUPLICATE_KEYS_LAST_WINS),
         duplicate_keys = "last",
         array_mt = false,
+        lazy = true,
     }
 end
 local main_options = ffi.new("qjson_options")
@@ -181,25 +183,35 @@ local function parse(cfg, text, opts, safe, fname, from, len)
 end
 
 -- Decodes `text` under config `cfg`: proxies, or plain tables when
--- opts.lazy == false. Returns the value, or nil, the message and its
--- level.
+-- opts.lazy == false (or opts does not say and decode_lazy is off).
+-- Returns the value, or nil, the message and its level.
 local function decode(cfg, text, opts)
-    if opts and opts.lazy == false then
+    local lazy_option = opts and opts.lazy
+    if lazy_option == nil then
+        lazy_option = cfg.lazy
+    end
+    if lazy_option == false then
         local arrays_mt = cfg.array_mt and array_mt or nil
         if c_decode and type(text) == "string" then
             -- Built by the native side with the Lua C API; nil alone means
             -- "not this way" (nesting deeper than the Lua stack allows).
-            -- `{ lazy = false }` alone, the usual table, needs no checks.
+            -- No options but `lazy` (`{ lazy = false }`, the usual table,
+            -- or none under decode_lazy(false)) need no checks.
             local default_options = cfg.options
             local max_depth = default_options.max_depth
             local duplicate_keys = default_options.duplicate_keys
-            local alone
-            if nkeys then
-                alone = nkeys(opts) == 1
-            else
-                alone = next(opts, next(opts)) == nil
+            local others = false
+            if opts then
+                local own = opts.lazy == nil and 0 or 1
+                if nkeys then
+                    others = nkeys(opts) > own
+                else
+                    local key = next(opts)
+                    if key == "lazy" then key = next(opts, key) end
+                    others = key ~= nil
+                end
             end
-            if not alone then
+            if others then
                 local R = enter()
                 local o, err = options_for(opts, "decode", R, cfg)
                 if o then
@@ -358,6 +370,17 @@ local function instance(cfg, enc)
             cfg.array_mt = on
         end
         return cfg.array_mt
+    end
+
+    -- Whether decode makes proxies (true, the default) or plain tables
+    -- (false: every call as if it passed `lazy = false`) when a call's
+    -- options do not say: an instance that decodes as cjson does.
+    function M.decode_lazy(on)
+        on = options.switch("decode_lazy", 1, on)
+        if on ~= nil then
+            cfg.lazy = on
+        end
+        return cfg.lazy
     end
 
     -- The stage-1 kernel in use ("avx512", "avx2", "neon" or "scalar").

@@ -139,6 +139,35 @@ describe("qjson.new()", function()
     end)
 end)
 
+describe("decode_lazy", function()
+    it("off, makes decode give plain tables unless a call asks for proxies", function()
+        local a = qjson.new()
+        assert.is_true(a.decode_lazy())
+        assert.is_false(a.decode_lazy(false))
+        local t = a.decode('{"m":[1,{"k":null}],"e":[]}')
+        assert.is_nil(getmetatable(t))
+        -- Plain tables: rawget and next see their entries.
+        assert.equal(1, rawget(t.m, 1))
+        assert.is_not_nil(next(t))
+        assert.same({ 1, { k = qjson.null } }, t.m)
+        assert.equal(qjson.empty_array_mt, getmetatable(t.e))
+        -- Other options still apply, and a call's own `lazy` wins.
+        assert.has_error(function() a.decode("[[1]]", { max_depth = 1 }) end,
+                         "qjson: nesting too deep at byte 1")
+        assert.has_error(function() a.decode('{"k":1,"k":2}', { duplicate_keys = "error" }) end)
+        assert.is_nil(rawget(a.decode("[1]", { lazy = true }), 1))
+        assert.equal(1, rawget(a.decode("[1]", { lazy = false }), 1))
+        assert.has_error(function() a.decode("[1]", { lazy = "no" }) end,
+                         "qjson: lazy must be a boolean")
+        -- The module still makes proxies.
+        assert.is_nil(rawget(qjson.decode("[1]"), 1))
+        local s = safe.new()
+        s.decode_lazy("off")
+        assert.equal(1, rawget(s.decode("[1]"), 1))
+        assert.is_nil(rawget(safe.decode("[1]"), 1))
+    end)
+end)
+
 describe("decode_array_with_array_mt", function()
     local TEXT = '{"a":[],"b":[[1],[]],"c":{"d":[2]}}'
 

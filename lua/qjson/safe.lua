@@ -24,7 +24,7 @@ local function safe_option(set)
 end
 
 local DECODE_OPTIONS = { "decode_max_depth", "duplicate_keys", "decode_array_with_array_mt",
-                         "decode_invalid_numbers", "decode_allow_comment" }
+                         "decode_invalid_numbers", "decode_allow_comment", "decode_lazy" }
 local SHARED = { "_VERSION", "null", "kernel", "materialize", "len", "pairs", "ipairs",
                  "array_mt", "empty_array_mt", "empty_array", "library_path" }
 
