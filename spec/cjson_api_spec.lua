@@ -391,6 +391,57 @@ describe("encode_indent", function()
     end)
 end)
 
+describe("tables lua-cjson marks, when it is loaded beside qjson", function()
+    -- Encodes each value with `cjson_module` as package.loaded.cjson.
+    local function with_cjson(cjson_module, f)
+        local saved = package.loaded.cjson
+        package.loaded.cjson = cjson_module
+        local ok, err = pcall(f)
+        package.loaded.cjson = saved
+        assert(ok, err)
+    end
+
+    local function cases(cjson)
+        local counted = setmetatable({}, {
+            __len = function() return 2 end,
+            __index = function(_, i) return i * 10 end,
+        })
+        return {
+            { setmetatable({}, cjson.empty_array_mt), "[]" },
+            { setmetatable({}, cjson.array_mt), "[]" },
+            { setmetatable({ 1, 2 }, cjson.array_mt), "[1,2]" },
+            { { a = setmetatable({}, cjson.empty_array_mt) }, '{"a":[]}' },
+            { setmetatable({ a = 1 }, cjson.empty_array_mt), "[]" },
+            { setmetatable({ 1, 2, a = 1 }, cjson.empty_array_mt), "[1,2]" },
+            { counted, "[10,20]" },
+            { { counted }, "[[10,20]]" },
+        }
+    end
+
+    it("encode as cjson encodes them: its array_mt, empty_array_mt and __len", function()
+        local cjson = { array_mt = {}, empty_array_mt = {} }
+        with_cjson(cjson, function()
+            for _, case in ipairs(cases(cjson)) do
+                assert.equal(case[2], qjson.encode(case[1]))
+                assert.equal(case[2], qjson.new().encode(case[1]))
+            end
+        end)
+    end)
+
+    it("match the fork", function()
+        if not fork then
+            pending("OpenResty's cjson fork not found (tools/baselines.sh)")
+            return
+        end
+        with_cjson(fork, function()
+            for _, case in ipairs(cases(fork)) do
+                assert.equal(fork.encode(case[1]), qjson.encode(case[1]))
+            end
+            assert.equal(fork.encode({ fork.empty_array }), qjson.encode({ fork.empty_array }))
+        end)
+    end)
+end)
+
 describe("the options qjson keeps fixed", function()
     it("take their one setting and refuse the other with a reason", function()
         for _, name in ipairs({ "decode_invalid_numbers", "decode_allow_comment" }) do

@@ -62,6 +62,7 @@ local pcall = pcall
 local tonumber = tonumber
 local setmetatable = setmetatable
 local math_floor = math.floor
+local math_ceil = math.ceil
 local str_find = string.find
 local str_gsub = string.gsub
 local str_format = string.format
@@ -230,10 +231,36 @@ end
 
 local put_value
 
--- lua-cjson's empty_array (OpenResty's fork), when it is loaded.
+-- lua-cjson (OpenResty's fork), when it is loaded beside qjson: tables
+-- and values it marks encode as it encodes them. (Its module and
+-- cjson.safe share one array_mt, empty_array_mt and empty_array.)
+local function cjson_module()
+    local loaded = package.loaded
+    return loaded.cjson or loaded["cjson.safe"]
+end
+
+-- lua-cjson's empty_array, when it is loaded.
 local function cjson_empty_array()
-    local cjson = package.loaded.cjson
+    local cjson = cjson_module()
     return cjson and cjson.empty_array
+end
+
+-- How lua-cjson (OpenResty's fork) reads a table with metatable `mt` that
+-- is not one of qjson's: as an array of #t raw elements ("raw") when `mt`
+-- is its array_mt, of __len(t) elements read through __index
+-- ("metamethods") when `mt` has a __len, as one of #t raw elements unless
+-- its keys make it an array ("empty") when `mt` is its empty_array_mt
+-- (so an empty one is []); else as any table (nil).
+local function cjson_array_kind(mt)
+    local cjson = cjson_module()
+    if cjson and mt == cjson.array_mt then
+        return "raw"
+    elseif rawget(mt, "__len") then
+        return "metamethods"
+    elseif cjson and mt == cjson.empty_array_mt then
+        return "empty"
+    end
+    return nil
 end
 
 -- Whether put_value refuses v as "type not supported": what
@@ -301,12 +328,14 @@ local function put_close(bracket, empty, depth)
 end
 
 -- Plain tables are read raw, as cjson reads them: a metatable's __index
--- is not consulted.
-local function put_array(t, n, depth)
+-- is not consulted (but for a table whose metatable has a __len, read
+-- through its metamethods, `via_metamethods`, as cjson reads one).
+local function put_array(t, n, depth, via_metamethods)
     buf:put("[")
     local first = true
     for i = 1, n do
-        local v = rawget(t, i)
+        local v
+        if via_metamethods then v = t[i] else v = rawget(t, i) end
         if not skipped(v) then
             put_separator(first, depth)
             first = false
@@ -382,9 +411,21 @@ local function put_table(t, depth)
     if mt == array_mt then
         return put_array(t, #t, depth)
     end
+    local cjson_kind = mt and mt ~= empty_array_mt and cjson_array_kind(mt)
+    if cjson_kind == "raw" then
+        return put_array(t, #t, depth)
+    elseif cjson_kind == "metamethods" then
+        local n = tonumber(rawget(mt, "__len")(t)) or 0
+        return put_array(t, n >= 0 and math_floor(n) or math_ceil(n), depth, true)
+    end
     local n = array_length(t)
-    if n > 0 or (n == 0 and (mt == empty_array_mt or not config.empty_table_as_object)) then
+    if n > 0 or (n == 0 and not config.empty_table_as_object) then
         return put_array(t, n, depth)
+    end
+    if mt == empty_array_mt or cjson_kind == "empty" then
+        -- Not an array by its keys (or none), but marked as one: #t raw
+        -- elements, as lua-cjson writes it.
+        return put_array(t, #t, depth)
     end
     buf:put("{")
     local first = true

@@ -607,8 +607,11 @@ impl Encoder<'_> {
                 return Ok(());
             }
             // The stack is [.. table key value].
+            // A table marked as an empty array but holding something is
+            // counted first (`open_counted`): lua-cjson writes it as an
+            // array by its keys, else of `#t` elements.
             match self.number_key(table + 1) {
-                Some(1.0) => {
+                Some(1.0) if !empty_array => {
                     let start = self.out.len();
                     self.out.push(b'[');
                     self.frames.push(Frame::Sequence {
@@ -622,6 +625,9 @@ impl Encoder<'_> {
                     (api.settop)(state, table);
                     self.open_counted(table, empty_array)
                 }
+                // Not an array by its first key: `#t` elements, which the
+                // Lua encoder writes for this rare table.
+                _ if empty_array => Err(Fault::GiveUp),
                 _ => {
                     self.out.push(b'{');
                     self.frames.push(Frame::Object { table });
@@ -644,7 +650,9 @@ impl Encoder<'_> {
     }
 
     /// Opens the table at `table` (the top) after lua-cjson's array-length
-    /// pass over all its keys: as an array of that length, or an object.
+    /// pass over all its keys: as an array of that length, or an object
+    /// (or, when it is marked as an empty array, `empty_array`, not at
+    /// all: the Lua encoder writes its `#t` elements).
     ///
     /// # Safety
     /// The table is at the top of a live stack, with
@@ -656,9 +664,14 @@ impl Encoder<'_> {
         // and its key and value take two of the slots above the table.
         unsafe {
             let len = self.array_length(table)?;
-            if len > 0 || (len == 0 && (empty_array || !self.options.empty_table_as_object)) {
+            if len > 0 || (len == 0 && !self.options.empty_table_as_object) {
                 self.open_array(table, len);
                 return Ok(());
+            }
+            if empty_array {
+                // Marked as an empty array, not one by its keys: `#t`
+                // elements, the Lua encoder's to write.
+                return Err(Fault::GiveUp);
             }
             self.out.push(b'{');
             (api.pushnil)(state);
