@@ -425,6 +425,9 @@ describe("tables lua-cjson marks, when it is loaded beside qjson", function()
                 assert.equal(case[2], qjson.encode(case[1]))
                 assert.equal(case[2], qjson.new().encode(case[1]))
             end
+            -- A metatable hidden behind __metatable is no table to read.
+            local locked = setmetatable({ 1 }, { __metatable = "locked" })
+            assert.equal("[1]", qjson.encode(locked))
         end)
     end)
 

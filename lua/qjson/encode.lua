@@ -252,6 +252,10 @@ end
 -- its keys make it an array ("empty") when `mt` is its empty_array_mt
 -- (so an empty one is []); else as any table (nil).
 local function cjson_array_kind(mt)
+    if type(mt) ~= "table" then
+        -- (What a __metatable field shows: no metamethods to read.)
+        return nil
+    end
     local cjson = cjson_module()
     if cjson and mt == cjson.array_mt then
         return "raw"
