@@ -445,6 +445,64 @@ describe("tables lua-cjson marks, when it is loaded beside qjson", function()
     end)
 end)
 
+describe("random tables marked for lua-cjson", function()
+    local gen = require("gen")
+    local lua_encode = require("qjson.encode").lua_encode
+
+    -- Marks some of the tables of v with one of `metatables`, at random.
+    local function mark(v, metatables, seen)
+        if type(v) ~= "table" or seen[v] then
+            return v
+        end
+        seen[v] = true
+        for _, child in next, v do
+            mark(child, metatables, seen)
+        end
+        if math.random() < 0.4 then
+            setmetatable(v, metatables[math.random(#metatables)])
+        end
+        return v
+    end
+
+    it("encode as the fork encodes them, natively or not", function()
+        if not fork then
+            pending("OpenResty's cjson fork not found (tools/baselines.sh)")
+            return
+        end
+        local saved = package.loaded.cjson
+        package.loaded.cjson = fork
+        finally(function() package.loaded.cjson = saved end)
+        local metatables = {
+            fork.array_mt, fork.empty_array_mt, qjson.array_mt, qjson.empty_array_mt,
+            { __len = function() return 2 end }, { __metatable = "locked" }, { __index = {} },
+        }
+        -- The fork does not know qjson's metatables: the same table marked
+        -- with the fork's counterpart is what it is compared with.
+        local theirs = { [qjson.array_mt] = fork.array_mt,
+                         [qjson.empty_array_mt] = fork.empty_array_mt }
+        for seed = 1, 300 do
+            math.randomseed(seed)
+            local v = mark(gen.random_value(), metatables, {})
+            local ok, ours = pcall(qjson.encode, v)
+            local lua_ok, by_lua = pcall(lua_encode, v)
+            assert.equal(by_lua, ours, "seed " .. seed .. ": native and Lua encoders")
+            assert.equal(lua_ok, ok)
+            local swapped = {}
+            local function swap(t)
+                if type(t) ~= "table" or swapped[t] then return end
+                swapped[t] = getmetatable(t) or false
+                for _, child in next, t do swap(child) end
+                local counterpart = theirs[swapped[t]]
+                if counterpart then setmetatable(t, counterpart) end
+            end
+            swap(v)
+            local fork_ok, want = pcall(fork.encode, v)
+            assert.equal(fork_ok, ok, "seed " .. seed)
+            assert.equal(want, ours, "seed " .. seed)
+        end
+    end)
+end)
+
 describe("the options qjson keeps fixed", function()
     it("take their one setting and refuse the other with a reason", function()
         for _, name in ipairs({ "decode_invalid_numbers", "decode_allow_comment" }) do
