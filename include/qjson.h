@@ -305,10 +305,10 @@ int qjson_lua_null(void *L);
 /* A lua_CFunction, for package.loadlib: qjson_lua_decode(text, max_depth,
    duplicate_keys, null, empty_array_mt [, array_mt]) decodes text into
    plain Lua tables (JSON null as `null`; every array with metatable
-   `array_mt` when that argument is given, else empty ones with
-   `empty_array_mt`) and returns the value; or nil and the error message ("invalid number at
-   byte 17"); or nil alone when the caller should decode another way
-   (nesting deeper than the Lua stack can grow). Resolves the Lua API like
+   `array_mt` when that argument is given and not nil, else empty ones
+   with `empty_array_mt`) and returns the value; or nil and the error
+   message ("invalid number at byte 17"); or nil alone when the caller
+   should decode another way (nesting deeper than the Lua stack can grow). Resolves the Lua API like
    qjson_lua_null; returns nothing when the process has none. */
 int qjson_lua_decode(void *L);
 
@@ -321,8 +321,8 @@ int qjson_lua_decode(void *L);
    precision (1..16); flags (1 sparse_convert, 2 escape_slash,
    4 empty_table_as_object, 8 a NaN or an infinity is the caller's to
    encode, 16 so is a value of a type JSON lacks); sparse_ratio,
-   sparse_safe and max_depth as little-endian uint32. Resolves the Lua API like qjson_lua_null; returns
-   nothing when the process has none. */
+   sparse_safe and max_depth as little-endian uint32. Resolves the Lua
+   API like qjson_lua_null; returns nothing when the process has none. */
 int qjson_lua_encode(void *L);
 
 #ifdef __cplusplus

@@ -60,14 +60,14 @@ local MAX_DEPTH_LIMIT = 2 ^ 31 - 1
 -- changed cjson-style by its option functions: the native options of a
 -- call that passes none (its depth limit is lua-cjson's, and the
 -- encoder's default too, so that what decode accepts re-encodes under the
--- default options), the duplicate-key policy's name, and whether eager
--- decode gives every array array_mt (decode_array_with_array_mt), and
--- whether decode makes proxies when a call does not say (decode_lazy).
+-- default options), the duplicate-key policy's name, whether eager
+-- decode marks every array with array_mt (decode_array_with_array_mt),
+-- and whether decode makes proxies when a call does not say (decode_lazy).
 local function new_config()
     return {
         options = ffi.new("qjson_options", 1000, C.QJSON_DUPLICATE_KEYS_LAST_WINS),
         duplicate_keys = "last",
-        array_mt = false,
+        mark_arrays = false,
         lazy = true,
     }
 end
@@ -191,7 +191,7 @@ local function decode(cfg, text, opts)
         lazy_option = cfg.lazy
     end
     if lazy_option == false then
-        local arrays_mt = cfg.array_mt and array_mt or nil
+        local arrays_mt = cfg.mark_arrays and array_mt or nil
         if c_decode and type(text) == "string" then
             -- Built by the native side with the Lua C API; nil alone means
             -- "not this way" (nesting deeper than the Lua stack allows).
@@ -222,13 +222,8 @@ local function decode(cfg, text, opts)
                     return nil, err, MISUSE
                 end
             end
-            local v, message
-            if arrays_mt then
-                v, message = c_decode(text, max_depth, duplicate_keys, null, empty_array_mt,
-                                      arrays_mt)
-            else
-                v, message = c_decode(text, max_depth, duplicate_keys, null, empty_array_mt)
-            end
+            local v, message = c_decode(text, max_depth, duplicate_keys, null, empty_array_mt,
+                                        arrays_mt)
             if v ~= nil then
                 return v
             elseif message then
@@ -281,10 +276,34 @@ local decode_allow_comment = strict_switch("decode_allow_comment", "comments")
 local materialize = require("qjson.materialize").materialize
 local new_encoder = encode.new_encoder
 
+-- The stage-1 kernel in use ("avx512", "avx2", "neon" or "scalar").
+local function kernel()
+    local name = C.qjson_kernel()
+    if name == nil then
+        return nil, "qjson: QJSON_KERNEL names a kernel this build or CPU cannot run"
+    end
+    return ffi_string(name)
+end
+
+-- The option functions of a module table (qjson.safe wraps them).
+local OPTIONS = { "decode_max_depth", "duplicate_keys", "decode_array_with_array_mt",
+                  "decode_lazy", "decode_invalid_numbers", "decode_allow_comment" }
+for _, name in ipairs(encode.OPTIONS) do
+    OPTIONS[#OPTIONS + 1] = name
+end
+
+local instance
+
+-- qjson.new(): another module table with options of its own, at their
+-- defaults (cjson.new()).
+local function new()
+    return instance(new_config(), new_encoder())
+end
+
 -- A qjson module table over decode config `cfg` and encoder `enc` (see
 -- lua/qjson/encode.lua): the module itself, or one made by qjson.new()
 -- (cjson.new()'s counterpart), whose options are its own.
-local function instance(cfg, enc)
+function instance(cfg, enc)
     local M = {
         _VERSION = "0.1.0",
         _NAME = "qjson",
@@ -299,6 +318,9 @@ local function instance(cfg, enc)
         encode = enc.encode,
         decode_invalid_numbers = decode_invalid_numbers,
         decode_allow_comment = decode_allow_comment,
+        kernel = kernel,
+        new = new,
+        _options = OPTIONS,
     }
     for _, name in ipairs(encode.OPTIONS) do
         M[name] = enc[name]
@@ -335,7 +357,7 @@ local function instance(cfg, enc)
 
     -- Plain tables, with this instance's decode_array_with_array_mt.
     function M.materialize(v)
-        return materialize(v, cfg.array_mt and array_mt or nil)
+        return materialize(v, cfg.mark_arrays and array_mt or nil)
     end
 
     -- cjson-style option functions: set when given a value, always return
@@ -364,39 +386,13 @@ local function instance(cfg, enc)
     -- Eager decode (lazy = false) and materialize give every array
     -- qjson.array_mt, as cjson's option gives its array_mt, so that an
     -- empty one re-encodes as [] (proxies always do).
-    function M.decode_array_with_array_mt(on)
-        on = options.switch("decode_array_with_array_mt", 1, on)
-        if on ~= nil then
-            cfg.array_mt = on
-        end
-        return cfg.array_mt
-    end
+    M.decode_array_with_array_mt = options.switch_function("decode_array_with_array_mt", cfg,
+                                                           "mark_arrays")
 
     -- Whether decode makes proxies (true, the default) or plain tables
     -- (false: every call as if it passed `lazy = false`) when a call's
     -- options do not say: an instance that decodes as cjson does.
-    function M.decode_lazy(on)
-        on = options.switch("decode_lazy", 1, on)
-        if on ~= nil then
-            cfg.lazy = on
-        end
-        return cfg.lazy
-    end
-
-    -- The stage-1 kernel in use ("avx512", "avx2", "neon" or "scalar").
-    function M.kernel()
-        local name = C.qjson_kernel()
-        if name == nil then
-            return nil, "qjson: QJSON_KERNEL names a kernel this build or CPU cannot run"
-        end
-        return ffi_string(name)
-    end
-
-    -- qjson.new(): another module table with options of its own, at
-    -- their defaults (cjson.new()).
-    function M.new()
-        return instance(new_config(), new_encoder())
-    end
+    M.decode_lazy = options.switch_function("decode_lazy", cfg, "lazy")
 
     return M
 end

@@ -9,7 +9,10 @@
 local ffi = require("ffi")
 local qjson = require("qjson")
 local safe = require("qjson.safe")
-local fork = require("helper").fork()
+local helper = require("helper")
+local fork = helper.fork()
+local outcome = helper.outcome
+local fork_encode = helper.fork_encode
 
 -- The fork's module table, as `pairs(require("cjson"))` lists it.
 local CJSON_NAMES = {
@@ -20,6 +23,27 @@ local CJSON_NAMES = {
     "encode_number_precision", "encode_skip_unsupported_value_types", "encode_sparse_array",
     "new", "null",
 }
+
+-- A test that compares with the fork: pending where it is not found.
+local function it_with_fork(name, body)
+    it(name, function()
+        if not fork then
+            pending("OpenResty's cjson fork not found (tools/baselines.sh)")
+            return
+        end
+        body()
+    end)
+end
+
+-- Runs f with `cjson_module` as package.loaded.cjson, which qjson's
+-- encoder consults for lua-cjson's marks, and puts the old one back.
+local function with_cjson(cjson_module, f)
+    local saved = package.loaded.cjson
+    package.loaded.cjson = cjson_module
+    local ok, err = pcall(f)
+    package.loaded.cjson = saved
+    assert(ok, err)
+end
 
 -- Every module table a user can hold.
 local function modules()
@@ -53,11 +77,7 @@ describe("qjson's module tables against lua-cjson's", function()
         assert.equal(qjson.array_mt, qjson.new().array_mt)
     end)
 
-    it("have every name the fork found here has", function()
-        if not fork then
-            pending("OpenResty's cjson fork not found (tools/baselines.sh)")
-            return
-        end
+    it_with_fork("have every name the fork found here has", function()
         for name in pairs(fork) do
             assert(qjson[name] ~= nil, "qjson lacks " .. name)
         end
@@ -106,7 +126,7 @@ describe("qjson.new()", function()
         assert.equal(1, b.decode("[[[1]]]", { lazy = false })[1][1][1])
         assert.has_error(function() a.parse('{"k":1,"k":2}') end)
         assert.equal(2, qjson.parse('{"k":1,"k":2}'):get_f64("k"))
-        assert.equal(false, qjson.encode_escape_forward_slash() == false)
+        assert.is_true(qjson.encode_escape_forward_slash())
         assert.equal(1000, qjson.decode_max_depth())
         assert.equal("last", qjson.duplicate_keys())
         -- A new instance starts from the defaults, whatever made it.
@@ -211,11 +231,7 @@ describe("decode_array_with_array_mt", function()
         assert.is_nil(t[1])
     end)
 
-    it("matches the fork's tables", function()
-        if not fork then
-            pending("OpenResty's cjson fork not found (tools/baselines.sh)")
-            return
-        end
+    it_with_fork("matches the fork's tables", function()
         local theirs, ours = fork.new(), qjson.new()
         theirs.decode_array_with_array_mt(true)
         ours.decode_array_with_array_mt(true)
@@ -261,11 +277,7 @@ describe("encode_invalid_numbers", function()
         assert.equal('{"x": NaN, "y": [2,-Infinity]}', a.encode(p))
     end)
 
-    it("matches the fork", function()
-        if not fork then
-            pending("OpenResty's cjson fork not found (tools/baselines.sh)")
-            return
-        end
+    it_with_fork("matches the fork", function()
         local theirs, ours = fork.new(), qjson.new()
         for _, setting in ipairs({ "on", "null" }) do
             theirs.encode_invalid_numbers(setting)
@@ -319,11 +331,7 @@ describe("encode_skip_unsupported_value_types", function()
                          "Cannot serialise function: type not supported")
     end)
 
-    it("matches the fork", function()
-        if not fork then
-            pending("OpenResty's cjson fork not found (tools/baselines.sh)")
-            return
-        end
+    it_with_fork("matches the fork", function()
         local theirs, ours = fork.new(), qjson.new()
         theirs.encode_skip_unsupported_value_types(true)
         ours.encode_skip_unsupported_value_types(true)
@@ -371,11 +379,7 @@ describe("encode_indent", function()
         assert.equal('[1, {"k": [true, false]}]', qjson.encode(p))
     end)
 
-    it("matches the fork", function()
-        if not fork then
-            pending("OpenResty's cjson fork not found (tools/baselines.sh)")
-            return
-        end
+    it_with_fork("matches the fork", function()
         local theirs, ours = fork.new(), qjson.new()
         -- (So that the fork decodes [] as an array, as qjson does.)
         theirs.decode_array_with_array_mt(true)
@@ -392,15 +396,6 @@ describe("encode_indent", function()
 end)
 
 describe("tables lua-cjson marks, when it is loaded beside qjson", function()
-    -- Encodes each value with `cjson_module` as package.loaded.cjson.
-    local function with_cjson(cjson_module, f)
-        local saved = package.loaded.cjson
-        package.loaded.cjson = cjson_module
-        local ok, err = pcall(f)
-        package.loaded.cjson = saved
-        assert(ok, err)
-    end
-
     local function cases(cjson)
         local counted = setmetatable({}, {
             __len = function() return 2 end,
@@ -431,11 +426,7 @@ describe("tables lua-cjson marks, when it is loaded beside qjson", function()
         end)
     end)
 
-    it("match the fork", function()
-        if not fork then
-            pending("OpenResty's cjson fork not found (tools/baselines.sh)")
-            return
-        end
+    it_with_fork("match the fork", function()
         with_cjson(fork, function()
             for _, case in ipairs(cases(fork)) do
                 assert.equal(fork.encode(case[1]), qjson.encode(case[1]))
@@ -464,42 +455,21 @@ describe("random tables marked for lua-cjson", function()
         return v
     end
 
-    it("encode as the fork encodes them, natively or not", function()
-        if not fork then
-            pending("OpenResty's cjson fork not found (tools/baselines.sh)")
-            return
-        end
-        local saved = package.loaded.cjson
-        package.loaded.cjson = fork
-        finally(function() package.loaded.cjson = saved end)
+    it_with_fork("encode as the fork encodes them, natively or not", function()
         local metatables = {
             fork.array_mt, fork.empty_array_mt, qjson.array_mt, qjson.empty_array_mt,
             { __len = function() return 2 end }, { __metatable = "locked" }, { __index = {} },
         }
-        -- The fork does not know qjson's metatables: the same table marked
-        -- with the fork's counterpart is what it is compared with.
-        local theirs = { [qjson.array_mt] = fork.array_mt,
-                         [qjson.empty_array_mt] = fork.empty_array_mt }
-        for seed = 1, 300 do
-            math.randomseed(seed)
-            local v = mark(gen.random_value(), metatables, {})
-            local ok, ours = pcall(qjson.encode, v)
-            local lua_ok, by_lua = pcall(lua_encode, v)
-            assert.equal(by_lua, ours, "seed " .. seed .. ": native and Lua encoders")
-            assert.equal(lua_ok, ok)
-            local swapped = {}
-            local function swap(t)
-                if type(t) ~= "table" or swapped[t] then return end
-                swapped[t] = getmetatable(t) or false
-                for _, child in next, t do swap(child) end
-                local counterpart = theirs[swapped[t]]
-                if counterpart then setmetatable(t, counterpart) end
+        with_cjson(fork, function()
+            for seed = 1, 300 do
+                math.randomseed(seed)
+                local v = mark(gen.random_value(), metatables, {})
+                local ours = outcome(qjson.encode, v)
+                assert.equal(outcome(lua_encode, v), ours, "seed " .. seed .. ": Lua encoder")
+                -- (The fork is given its own metatables for qjson's.)
+                assert.equal(fork_encode(fork, v), ours, "seed " .. seed .. ": the fork")
             end
-            swap(v)
-            local fork_ok, want = pcall(fork.encode, v)
-            assert.equal(fork_ok, ok, "seed " .. seed)
-            assert.equal(want, ours, "seed " .. seed)
-        end
+        end)
     end)
 end)
 

@@ -17,42 +17,12 @@ local lua_encode = encode.lua_encode
 local native_counts = encode.native_counts
 
 -- OpenResty's lua-cjson, loaded beside Debian's (its own module table).
-local fork = require("helper").fork()
+local helper = require("helper")
+local fork = helper.fork()
+local outcome = helper.outcome
 
--- fork.encode(v) with qjson's metatables and empty array swapped for the
--- fork's in place (a copy could iterate in another order), then put back.
 local function fork_encode(v)
-    local undo = {}
-    local seen = {}
-    local function swap(t)
-        if type(t) ~= "table" or seen[t] or is_proxy(t) or t == qjson.empty_array then
-            return
-        end
-        seen[t] = true
-        local mt = getmetatable(t)
-        if mt == qjson.array_mt or mt == qjson.empty_array_mt then
-            setmetatable(t, mt == qjson.array_mt and fork.array_mt or fork.empty_array_mt)
-            undo[#undo + 1] = function() setmetatable(t, mt) end
-        end
-        for k, x in next, t do
-            if x == qjson.empty_array then
-                rawset(t, k, fork.empty_array)
-                undo[#undo + 1] = function() rawset(t, k, x) end
-            else
-                swap(x)
-            end
-        end
-    end
-    if v == qjson.empty_array then
-        v = fork.empty_array
-    end
-    swap(v)
-    local ok, s = pcall(fork.encode, v)
-    for i = #undo, 1, -1 do undo[i]() end
-    if not ok then
-        return "error: " .. s
-    end
-    return s
+    return helper.fork_encode(fork, v)
 end
 
 -- Both libraries' options set alike.
@@ -71,11 +41,6 @@ local function reset_options()
     set_option("encode_sparse_array", false, 2, 10)
 end
 
--- The outcome of encoding v: the text, or "error: " and the message.
-local function outcome(f, v)
-    local ok, s = pcall(f, v)
-    return ok and s or "error: " .. tostring(s)
-end
 
 -- Fails unless the native encoder wrote v itself, byte for byte as the
 -- Lua encoder and (unless `not_fork`) the fork do, or raised their error.

@@ -1,5 +1,8 @@
--- Shared by the specs: where the shared test data lives, and small
--- builders for large documents.
+-- Shared by the specs: where the shared test data lives, small builders
+-- for large documents, and OpenResty's lua-cjson fork to compare with.
+
+local qjson = require("qjson")
+local is_proxy = require("qjson.lazy").is_proxy
 
 local _M = {}
 
@@ -39,6 +42,46 @@ function _M.fork()
         end
     end
     return nil
+end
+
+-- The outcome of encoding v: the text, or "error: " and the message.
+function _M.outcome(f, v)
+    local ok, s = pcall(f, v)
+    return ok and s or "error: " .. tostring(s)
+end
+
+-- The outcome of fork.encode(v) (see `outcome`) with qjson's metatables
+-- and empty array swapped for the fork's in place (a copy could iterate in
+-- another order), then put back.
+function _M.fork_encode(fork, v)
+    local undo = {}
+    local seen = {}
+    local function swap(t)
+        if type(t) ~= "table" or seen[t] or is_proxy(t) or t == qjson.empty_array then
+            return
+        end
+        seen[t] = true
+        local mt = getmetatable(t)
+        if mt == qjson.array_mt or mt == qjson.empty_array_mt then
+            setmetatable(t, mt == qjson.array_mt and fork.array_mt or fork.empty_array_mt)
+            undo[#undo + 1] = function() setmetatable(t, mt) end
+        end
+        for k, x in next, t do
+            if x == qjson.empty_array then
+                rawset(t, k, fork.empty_array)
+                undo[#undo + 1] = function() rawset(t, k, x) end
+            else
+                swap(x)
+            end
+        end
+    end
+    if v == qjson.empty_array then
+        v = fork.empty_array
+    end
+    swap(v)
+    local s = _M.outcome(fork.encode, v)
+    for i = #undo, 1, -1 do undo[i]() end
+    return s
 end
 
 -- An encode error of lua-cjson as OpenResty's fork words it: Debian's

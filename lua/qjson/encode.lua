@@ -44,7 +44,9 @@ local EDIT = edits.EDIT
 local depth_of = lazy.depth_of
 local INSERT, APPEND = edits.INSERT, edits.APPEND
 local switch = options.switch
+local switch_function = options.switch_function
 local integer = options.integer
+local choice = options.choice
 local ffi_cast = ffi.cast
 local ffi_string = ffi.string
 local table_clear = require("table.clear")
@@ -111,7 +113,6 @@ local function new_config()
         indent = false,
         key_cache = {},
         key_cache_count = 0,
-        native = nil,
     }
 end
 
@@ -248,9 +249,9 @@ end
 -- How lua-cjson (OpenResty's fork) reads a table with metatable `mt` that
 -- is not one of qjson's: as an array of #t raw elements ("raw") when `mt`
 -- is its array_mt, of __len(t) elements read through __index
--- ("metamethods") when `mt` has a __len, as one of #t raw elements unless
--- its keys make it an array ("empty") when `mt` is its empty_array_mt
--- (so an empty one is []); else as any table (nil).
+-- ("metamethods", and the __len) when `mt` has a __len, as one of #t raw
+-- elements unless its keys make it an array ("empty") when `mt` is its
+-- empty_array_mt (so an empty one is []); else as any table (nil).
 local function cjson_array_kind(mt)
     if type(mt) ~= "table" then
         -- (What a __metatable field shows: no metamethods to read.)
@@ -259,8 +260,10 @@ local function cjson_array_kind(mt)
     local cjson = cjson_module()
     if cjson and mt == cjson.array_mt then
         return "raw"
-    elseif rawget(mt, "__len") then
-        return "metamethods"
+    end
+    local len = rawget(mt, "__len")
+    if len then
+        return "metamethods", len
     elseif cjson and mt == cjson.empty_array_mt then
         return "empty"
     end
@@ -415,11 +418,14 @@ local function put_table(t, depth)
     if mt == array_mt then
         return put_array(t, #t, depth)
     end
-    local cjson_kind = mt and mt ~= empty_array_mt and cjson_array_kind(mt)
+    local cjson_kind, len
+    if mt and mt ~= empty_array_mt then
+        cjson_kind, len = cjson_array_kind(mt)
+    end
     if cjson_kind == "raw" then
         return put_array(t, #t, depth)
     elseif cjson_kind == "metamethods" then
-        local n = tonumber(rawget(mt, "__len")(t)) or 0
+        local n = tonumber(len(t)) or 0
         return put_array(t, n >= 0 and math_floor(n) or math_ceil(n), depth, true)
     end
     local n = array_length(t)
@@ -875,25 +881,16 @@ local function encoder(cfg)
         return cfg.sparse_convert, cfg.sparse_ratio, cfg.sparse_safe
     end
 
-    function e.encode_escape_forward_slash(on)
-        on = switch("encode_escape_forward_slash", 1, on)
-        if on ~= nil and on ~= cfg.escape_slash then
-            cfg.escape_slash = on
-            table_clear(cfg.key_cache)
-            cfg.key_cache_count = 0
-            pack_options(cfg)
-        end
-        return cfg.escape_slash
-    end
+    -- (The cached keys were escaped the other way.)
+    e.encode_escape_forward_slash = switch_function("encode_escape_forward_slash", cfg,
+                                                    "escape_slash", function()
+        table_clear(cfg.key_cache)
+        cfg.key_cache_count = 0
+        pack_options(cfg)
+    end)
 
-    function e.encode_empty_table_as_object(on)
-        on = switch("encode_empty_table_as_object", 1, on)
-        if on ~= nil then
-            cfg.empty_table_as_object = on
-            pack_options(cfg)
-        end
-        return cfg.empty_table_as_object
-    end
+    e.encode_empty_table_as_object = switch_function("encode_empty_table_as_object", cfg,
+                                                     "empty_table_as_object", pack_options)
 
     function e.encode_max_depth(n)
         n = integer("encode_max_depth", 1, n, 1, 2 ^ 31 - 1)
@@ -908,13 +905,9 @@ local function encoder(cfg)
     -- NaN, Infinity and -Infinity (not JSON, but what JavaScript reads);
     -- "null" writes null.
     function e.encode_invalid_numbers(setting)
-        if setting ~= nil then
-            local v = INVALID_NUMBERS[setting]
-            if v == nil then
-                error(str_format("bad argument #1 to 'encode_invalid_numbers'"
-                                 .. " (invalid option '%s')", tostring(setting)), 2)
-            end
-            cfg.invalid_numbers = v
+        setting = choice("encode_invalid_numbers", 1, setting, INVALID_NUMBERS)
+        if setting then
+            cfg.invalid_numbers = setting
             pack_options(cfg)
         end
         return INVALID_NUMBER_NAMES[cfg.invalid_numbers]
@@ -925,25 +918,15 @@ local function encoder(cfg)
     -- instead of raising; a value left out at the top encodes as "".
     -- (A value written into a proxy over one of its source members is
     -- still refused: the member's key is the source's.)
-    function e.encode_skip_unsupported_value_types(on)
-        on = switch("encode_skip_unsupported_value_types", 1, on)
-        if on ~= nil then
-            cfg.skip_unsupported = on
-            pack_options(cfg)
-        end
-        return cfg.skip_unsupported
-    end
+    e.encode_skip_unsupported_value_types = switch_function(
+        "encode_skip_unsupported_value_types", cfg, "skip_unsupported", pack_options)
 
     -- The string each level of nesting is indented by, each element and
     -- member on a line of its own ("" for compact JSON, the default). A
     -- number is taken as its string, as cjson takes it.
     function e.encode_indent(indent)
-        if indent ~= nil then
-            if type(indent) ~= "string" and type(indent) ~= "number" then
-                error("bad argument #1 to 'encode_indent' (string expected, got "
-                      .. type(indent) .. ")", 2)
-            end
-            indent = tostring(indent)
+        indent = options.text("encode_indent", 1, indent)
+        if indent then
             cfg.indent = indent ~= "" and indent
         end
         return cfg.indent or ""
@@ -951,13 +934,7 @@ local function encoder(cfg)
 
     -- cjson's switch for keeping its buffer between calls: qjson always
     -- keeps its own, so the setting changes nothing but what it returns.
-    function e.encode_keep_buffer(on)
-        on = switch("encode_keep_buffer", 1, on)
-        if on ~= nil then
-            cfg.keep_buffer = on
-        end
-        return cfg.keep_buffer
-    end
+    e.encode_keep_buffer = switch_function("encode_keep_buffer", cfg, "keep_buffer")
 
     return e
 end

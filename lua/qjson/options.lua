@@ -16,16 +16,54 @@ local math_ceil = math.ceil
 
 local _M = {}
 
--- The boolean for switch argument #arg `v` of function `name`, or nil.
-function _M.switch(name, arg, v)
-    if v == nil or type(v) == "boolean" then
-        return v
-    elseif v == "on" then
-        return true
-    elseif v == "off" then
-        return false
+-- The setting for argument #arg `v` of function `name`, which takes the
+-- arguments that are keys of `settings` (each mapped to its setting), or
+-- nil for nil.
+local function choice(name, arg, v, settings)
+    if v == nil then
+        return nil
+    end
+    local setting = settings[v]
+    if setting ~= nil then
+        return setting
     elseif type(v) == "string" or type(v) == "number" then
         error(format("bad argument #%d to '%s' (invalid option '%s')", arg, name, tostring(v)), 3)
+    end
+    error(format("bad argument #%d to '%s' (string expected, got %s)", arg, name, type(v)), 3)
+end
+_M.choice = choice
+
+local SWITCH = { [true] = true, [false] = false, on = true, off = false }
+
+-- The boolean for switch argument #arg `v` of function `name`, or nil.
+-- (A tail call: the error levels of `choice` hold.)
+function _M.switch(name, arg, v)
+    return choice(name, arg, v, SWITCH)
+end
+
+-- The option function `name` of a switch kept in field `field` of
+-- `config`: sets it when given a value (then calls `changed(config)` when
+-- given) and returns the current setting.
+function _M.switch_function(name, config, field, changed)
+    return function(on)
+        on = choice(name, 1, on, SWITCH)
+        if on ~= nil then
+            config[field] = on
+            if changed then
+                changed(config)
+            end
+        end
+        return config[field]
+    end
+end
+
+-- The string for string argument #arg `v` of function `name` (a number is
+-- taken as its string, as luaL_checklstring takes it), or nil.
+function _M.text(name, arg, v)
+    if v == nil or type(v) == "string" then
+        return v
+    elseif type(v) == "number" then
+        return tostring(v)
     end
     error(format("bad argument #%d to '%s' (string expected, got %s)", arg, name, type(v)), 3)
 end

@@ -4,7 +4,6 @@
 
 local qjson = require("qjson")
 
-local encode_options = require("qjson.encode").OPTIONS
 local ipairs = ipairs
 local pcall = pcall
 
@@ -23,8 +22,6 @@ local function safe_option(set)
     end
 end
 
-local DECODE_OPTIONS = { "decode_max_depth", "duplicate_keys", "decode_array_with_array_mt",
-                         "decode_invalid_numbers", "decode_allow_comment", "decode_lazy" }
 local SHARED = { "_VERSION", "null", "kernel", "materialize", "len", "pairs", "ipairs",
                  "array_mt", "empty_array_mt", "empty_array", "library_path" }
 
@@ -36,10 +33,7 @@ local function wrap(q)
     for _, name in ipairs(SHARED) do
         M[name] = q[name]
     end
-    for _, name in ipairs(DECODE_OPTIONS) do
-        M[name] = safe_option(q[name])
-    end
-    for _, name in ipairs(encode_options) do
+    for _, name in ipairs(q._options) do
         M[name] = safe_option(q[name])
     end
 

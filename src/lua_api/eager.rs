@@ -53,8 +53,8 @@ thread_local! {
 
 /// The Lua arguments: 1 the text, 2 `max_depth`, 3 `duplicate_keys`
 /// (`QJSON_DUPLICATE_KEYS_*`), 4 the null value, 5 the metatable of empty
-/// arrays, 6 (only when `decode_array_with_array_mt` is on) the metatable
-/// of every array.
+/// arrays, 6 the metatable of every array (nil or absent unless
+/// `decode_array_with_array_mt` is on).
 const TEXT: c_int = 1;
 const MAX_DEPTH: c_int = 2;
 const DUPLICATE_KEYS: c_int = 3;
@@ -112,7 +112,8 @@ pub unsafe fn decode(api: &Api, state: State) -> c_int {
         api,
         state,
         strict: duplicate_keys == DuplicateKeys::Error,
-        arrays_mt: base >= ARRAY_MT,
+        // SAFETY: live state; an index above the top reads as none.
+        arrays_mt: unsafe { (api.type_)(state, ARRAY_MT) } > LUA_TNIL,
     };
     let outcome = eager::decode(input, &opts, &mut scratch, &mut sink);
     if scratch.retained_bytes() <= MAX_KEPT_BYTES {

@@ -305,9 +305,10 @@ pub unsafe fn encode(api: &Api, state: State) -> c_int {
 /// packs whenever one changes (one argument read, not seven): 14 bytes,
 /// `encode_number_precision`; flags, 1 `sparse_convert`, 2
 /// `escape_slash`, 4 `empty_table_as_object`, 8 `encode_invalid_numbers`
-/// other than "off", 16 `encode_skip_unsupported_value_types`; then `sparse_ratio`,
-/// `sparse_safe` and `encode_max_depth` as little-endian `u32`s. `None`
-/// when it is not such a string or a value is out of its setter's range.
+/// other than "off", 16 `encode_skip_unsupported_value_types`; then
+/// `sparse_ratio`, `sparse_safe` and `encode_max_depth` as little-endian
+/// `u32`s. `None` when it is not such a string or a value is out of its
+/// setter's range.
 ///
 /// # Safety
 /// `state` is live, `api` its API, and the stack holds the arguments.
