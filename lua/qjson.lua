@@ -186,7 +186,8 @@ end
 -- opts.lazy == false (or opts does not say and decode_lazy is off).
 -- Returns the value, or nil, the message and its level.
 local function decode(cfg, text, opts)
-    local lazy_option = opts and opts.lazy
+    local lazy_given = opts and opts.lazy
+    local lazy_option = lazy_given
     if lazy_option == nil then
         lazy_option = cfg.lazy
     end
@@ -202,7 +203,7 @@ local function decode(cfg, text, opts)
             local duplicate_keys = default_options.duplicate_keys
             local others = false
             if opts then
-                local own = opts.lazy == nil and 0 or 1
+                local own = lazy_given == nil and 0 or 1
                 if nkeys then
                     others = nkeys(opts) > own
                 else
