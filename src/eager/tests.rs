@@ -543,3 +543,50 @@ fn escapes_agree_with_validation_at_every_offset_around_the_chunks() {
         "{valid} valid, {invalid} invalid"
     );
 }
+
+#[test]
+fn long_strings_end_where_validation_ends_them() {
+    // Strings long enough for the SIMD kernel's blocks (up to a few of its
+    // four-block runs), of plain ASCII or with a character from 0x80,
+    // ended at offsets spread over the blocks by their quote, an escape, a
+    // control byte, bad UTF-8 or the end of the text, as values and as
+    // keys (two alignments in the text).
+    let enders: [&[u8]; 7] = [
+        b"",
+        br"\n",
+        br"\u00e9",
+        b"\x01",
+        b"\xff",
+        "\u{e9}".as_bytes(),
+        b"\t",
+    ];
+    let (mut valid, mut invalid) = (0, 0);
+    for len in (60..=600).step_by(7) {
+        for ender in enders {
+            for wide in [false, true] {
+                let mut body = vec![b'A'; len];
+                if wide {
+                    body[len / 3] = 0xc3;
+                    body[len / 3 + 1] = 0xa9;
+                }
+                let at = len - (len * 7919) % 61;
+                body.splice(at..at, ender.iter().copied());
+                for text in [
+                    [&b"[\""[..], &body, b"\"]"].concat(),
+                    [&b"{\"k\":1, \""[..], &body, b"\":1}"].concat(),
+                    [&b"[\""[..], &body].concat(),
+                ] {
+                    if agrees(&text, &Options::default()) {
+                        valid += 1;
+                    } else {
+                        invalid += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        valid > 500 && invalid > 1500,
+        "{valid} valid, {invalid} invalid"
+    );
+}

@@ -398,6 +398,79 @@ impl Pass for Utf8<'_> {
     }
 }
 
+/// The offset from `at` on of the first run of four blocks (256 bytes)
+/// that is not all plain ASCII string content (no `"`, `\`, byte below
+/// 0x20 or from 0x80), stopping before `end`: where a long string of plain
+/// ASCII (a base64 image) stops being skippable four blocks per test.
+///
+/// # Safety
+/// `end <= input.len()`; the CPU supports the instructions `simd` uses.
+#[inline(always)]
+unsafe fn skip_plain_ascii<S: Simd>(simd: S, input: &[u8], mut at: usize, end: usize) -> usize {
+    while at + 256 <= end {
+        // SAFETY: at + 256 <= end <= len: 256 readable bytes.
+        let plain = unsafe {
+            let p = input.as_ptr().add(at);
+            simd.is_plain_string(&simd.load(p))
+                & simd.is_plain_string(&simd.load(p.add(64)))
+                & simd.is_plain_string(&simd.load(p.add(128)))
+                & simd.is_plain_string(&simd.load(p.add(192)))
+        };
+        if !plain {
+            break;
+        }
+        at += 256;
+    }
+    at
+}
+
+/// The string content at the start of an input, in whole blocks (see
+/// [`string_run`]).
+pub(crate) struct StringRun<'a>(pub &'a [u8]);
+
+impl Pass for StringRun<'_> {
+    type Output = (usize, bool);
+
+    fn input(&self) -> &[u8] {
+        self.0
+    }
+
+    #[inline(always)]
+    unsafe fn run<S: Simd>(self, simd: S) -> (usize, bool) {
+        // SAFETY: forwarded from the caller.
+        unsafe { string_run(simd, self.0) }
+    }
+}
+
+/// How many bytes at the start of `input` are string content in whole
+/// blocks: the blocks before the first one (or the input's last, partial
+/// block) holding a `"`, `\` or byte below 0x20; and whether one of
+/// them has a byte from 0x80. As stage 1 skips long strings: a block at a
+/// time, four at a time through plain ASCII.
+///
+/// # Safety
+/// The CPU must support the instructions `simd` uses.
+#[inline(always)]
+unsafe fn string_run<S: Simd>(simd: S, input: &[u8]) -> (usize, bool) {
+    let (mut at, mut non_ascii) = (0, false);
+    while at + 64 <= input.len() {
+        // SAFETY: at + 64 <= len: 64 readable bytes.
+        let block = unsafe { simd.load(input.as_ptr().add(at)) };
+        if !simd.is_string_content(&block) {
+            break;
+        }
+        at += 64;
+        if simd.has_non_ascii(&block) {
+            non_ascii = true;
+        } else {
+            // SAFETY: the end is the input's; the caller vouches for the
+            // CPU.
+            at = unsafe { skip_plain_ascii(simd, input, at, input.len()) };
+        }
+    }
+    (at, non_ascii)
+}
+
 /// Runs stage 1 over `input`, appending to `index.positions` and
 /// `index.escapes`. The caller has checked that `input` is shorter than
 /// 4 GiB.
@@ -665,17 +738,8 @@ impl<S: Simd> Scanner<'_, S> {
                     continue;
                 }
                 // Plain ASCII (base64): four blocks per test from here on.
-                // SAFETY: pos + 256 <= run_end <= len: 256 readable bytes.
-                let plain4 = |at: usize| unsafe {
-                    let p = input.as_ptr().add(at);
-                    simd.is_plain_string(&simd.load(p))
-                        & simd.is_plain_string(&simd.load(p.add(64)))
-                        & simd.is_plain_string(&simd.load(p.add(128)))
-                        & simd.is_plain_string(&simd.load(p.add(192)))
-                };
-                while self.pos + 256 <= run_end && plain4(self.pos) {
-                    self.pos += 256;
-                }
+                // SAFETY: run_end <= len; the caller vouches for the CPU.
+                self.pos = unsafe { skip_plain_ascii(simd, input, self.pos, run_end) };
                 self.utf8.skip_ascii();
                 continue;
             }

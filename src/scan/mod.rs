@@ -210,6 +210,22 @@ pub fn is_utf8(input: &[u8]) -> bool {
     .unwrap_or_else(|| core::str::from_utf8(input).is_ok())
 }
 
+/// How many bytes at the start of `input` are string content in whole
+/// 64-byte blocks (no `"`, `\` or byte below 0x20 in them; a multiple of
+/// 64), and whether one of them is 0x80 or more: for the eager decoder's
+/// long strings (a base64 image, a long message), which its own search
+/// reads 16 bytes at a time. By the active SIMD kernel, four blocks per
+/// test through plain ASCII as stage 1 skips strings; 0 with the scalar
+/// kernel, whose blocks cost more than that search, or none usable.
+pub fn string_content_run(input: &[u8]) -> (usize, bool) {
+    match active_kernel() {
+        Ok(Kernel::Scalar) | Err(_) => None,
+        // SAFETY: active_kernel() only returns kernels this CPU supports.
+        Ok(kernel) => unsafe { run_pass(kernel, generic::StringRun(input)) },
+    }
+    .unwrap_or((0, false))
+}
+
 /// Runs `pass` with `kernel`: the one place that maps a kernel to its
 /// code; `None` for a kernel of another architecture. The caller vouches
 /// for the CPU: asking it again for every text cost a 100-byte document

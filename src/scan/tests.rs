@@ -462,3 +462,39 @@ fn every_kernel_judges_utf8_as_core_does() {
         }
     }
 }
+
+#[test]
+fn every_kernel_finds_where_string_content_stops() {
+    // Plain ASCII with, at random, a byte that ends string content (a
+    // quote, a backslash, a control byte) and bytes from 0x80, at every
+    // distance from the blocks and the four-block runs: the run is the
+    // whole blocks before the first such byte, and says whether it holds
+    // a byte from 0x80.
+    let mut rng = Rng::new(21);
+    let count = if cfg!(miri) { 4 } else { 3000 };
+    for _ in 0..count {
+        let len = rng.below(700);
+        let mut bytes: Vec<u8> = (0..len).map(|_| rng.pick(b"aZ09+/= .,")).collect();
+        for _ in 0..rng.below(3) {
+            if len > 0 {
+                let at = rng.below(len);
+                bytes[at] = rng.pick(&[0x80, 0xc3, 0xa9, 0xff, 0x7f]);
+            }
+        }
+        if len > 0 && !rng.one_in(4) {
+            let at = rng.below(len);
+            bytes[at] = rng.pick(&[b'"', b'\\', 0x00, 0x1f, b'\n']);
+        }
+        let stop = bytes
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+            .unwrap_or(len);
+        let run = (stop / 64 * 64).min(len / 64 * 64);
+        let want = (run, bytes[..run].iter().any(|&b| b >= 0x80));
+        for kernel in supported_kernels() {
+            // SAFETY: `supported_kernels` gives kernels this CPU runs.
+            let got = unsafe { run_pass(kernel, generic::StringRun(&bytes)) }.unwrap();
+            assert_eq!(got, want, "kernel {} on {bytes:02x?}", kernel.name());
+        }
+    }
+}
