@@ -25,7 +25,7 @@ kernels=(scalar)
 if has_flags avx2 pclmulqdq popcnt bmi1; then
     kernels+=(avx2)
 fi
-if has_flags avx512f avx512bw avx512_vbmi2 pclmulqdq popcnt bmi1; then
+if has_flags avx512f avx512bw avx512vbmi avx512_vbmi2 pclmulqdq popcnt bmi1; then
     kernels+=(avx512)
 fi
 host=$(rustc -vV | awk '/^host:/ { print $2 }')
@@ -70,7 +70,7 @@ MIRIFLAGS="-Zmiri-strict-provenance" cargo +nightly miri test --lib -- "${skip[@
 # is then true at once): this is how the avx512 kernel runs on a CPU
 # without AVX-512. Oracle tests that compare every kernel with the
 # byte-at-a-time reference, a few minutes under Miri.
-simd_features=+avx2,+pclmulqdq,+popcnt,+bmi1,+avx512f,+avx512bw,+avx512vbmi2
+simd_features=+avx2,+pclmulqdq,+popcnt,+bmi1,+avx512f,+avx512bw,+avx512vbmi,+avx512vbmi2
 echo "sanitize: Miri, the avx2 and avx512 kernels emulated ($simd_features)"
 RUSTFLAGS="-C target-feature=$simd_features" MIRIFLAGS="-Zmiri-strict-provenance" \
     CARGO_TARGET_DIR=target/miri-simd cargo +nightly miri test --lib -- --exact \

@@ -99,6 +99,23 @@ pub(crate) trait Simd: Copy {
     fn is_string_content(self, block: &Self::Block) -> bool;
     /// True when some byte is above 0x7F.
     fn has_non_ascii(self, block: &Self::Block) -> bool;
+
+    /// [`Simd::is_plain_string`] of the four blocks at `ptr`: how a long
+    /// string of plain ASCII (a base64 image) is skipped. The default
+    /// tests each block; a kernel may have one test for the four.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reading 256 bytes.
+    #[inline(always)]
+    unsafe fn is_plain_string_256(self, ptr: *const u8) -> bool {
+        // SAFETY: 256 readable bytes at ptr (the caller's contract).
+        unsafe {
+            self.is_plain_string(&self.load(ptr))
+                & self.is_plain_string(&self.load(ptr.add(64)))
+                & self.is_plain_string(&self.load(ptr.add(128)))
+                & self.is_plain_string(&self.load(ptr.add(192)))
+        }
+    }
     /// Bit `i` of the result is the XOR of bits `0..=i` of `bits`.
     fn prefix_xor(self, bits: u64) -> u64;
     /// A fresh UTF-8 checker.
@@ -407,18 +424,8 @@ impl Pass for Utf8<'_> {
 /// `end <= input.len()`; the CPU supports the instructions `simd` uses.
 #[inline(always)]
 unsafe fn skip_plain_ascii<S: Simd>(simd: S, input: &[u8], mut at: usize, end: usize) -> usize {
-    while at + 256 <= end {
-        // SAFETY: at + 256 <= end <= len: 256 readable bytes.
-        let plain = unsafe {
-            let p = input.as_ptr().add(at);
-            simd.is_plain_string(&simd.load(p))
-                & simd.is_plain_string(&simd.load(p.add(64)))
-                & simd.is_plain_string(&simd.load(p.add(128)))
-                & simd.is_plain_string(&simd.load(p.add(192)))
-        };
-        if !plain {
-            break;
-        }
+    // SAFETY: at + 256 <= end <= len: 256 readable bytes.
+    while at + 256 <= end && unsafe { simd.is_plain_string_256(input.as_ptr().add(at)) } {
         at += 256;
     }
     at

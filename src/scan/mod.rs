@@ -8,8 +8,8 @@
 //! Each instruction set is one small file implementing the block trait of
 //! `generic`: `scalar` everywhere, `avx2` on x86 CPUs with AVX2 and
 //! PCLMULQDQ, `avx512` on x86 CPUs with AVX-512F, AVX-512BW, AVX-512
-//! VBMI2 and PCLMULQDQ (Ice Lake and later, Zen 4 and later; `avx512.rs`
-//! says why VBMI2), the x86 kernels also requiring POPCNT and BMI1, which
+//! VBMI and VBMI2 and PCLMULQDQ (Ice Lake and later, Zen 4 and later;
+//! `avx512.rs` says why VBMI2), the x86 kernels also requiring POPCNT and BMI1, which
 //! every CPU with those has; `neon` on every aarch64 CPU (NEON is part of
 //! the architecture; the carry-less multiply, from the optional `aes`
 //! extension, is used when present). The kernel is chosen once, at the
@@ -49,8 +49,8 @@ pub enum Kernel {
     Scalar = 1,
     /// AVX2 + PCLMULQDQ, 64 bytes per step.
     Avx2 = 2,
-    /// AVX-512F + AVX-512BW + AVX-512 VBMI2 + PCLMULQDQ, 64 bytes per
-    /// step.
+    /// AVX-512F + AVX-512BW + AVX-512 VBMI and VBMI2 + PCLMULQDQ, 64
+    /// bytes per step.
     Avx512 = 3,
     /// NEON (aarch64), 64 bytes per step.
     Neon = 4,
@@ -90,6 +90,7 @@ impl Kernel {
             Kernel::Avx512 => {
                 std::is_x86_feature_detected!("avx512f")
                     && std::is_x86_feature_detected!("avx512bw")
+                    && std::is_x86_feature_detected!("avx512vbmi")
                     && std::is_x86_feature_detected!("avx512vbmi2")
                     && std::is_x86_feature_detected!("pclmulqdq")
                     && std::is_x86_feature_detected!("popcnt")

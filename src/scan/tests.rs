@@ -85,6 +85,7 @@ fn the_machine_runs_a_simd_kernel_when_it_has_one() {
         }
         if std::is_x86_feature_detected!("avx512f")
             && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vbmi")
             && std::is_x86_feature_detected!("avx512vbmi2")
         {
             assert!(kernels.contains(&Kernel::Avx512));
@@ -496,5 +497,36 @@ fn every_kernel_finds_where_string_content_stops() {
             let got = unsafe { run_pass(kernel, generic::StringRun(&bytes)) }.unwrap();
             assert_eq!(got, want, "kernel {} on {bytes:02x?}", kernel.name());
         }
+    }
+}
+
+#[test]
+fn every_kernel_tests_four_blocks_of_plain_ascii_byte_by_byte() {
+    // Every byte value at positions in each of the four blocks (their
+    // ends included) of 256 bytes of plain ASCII: plain only when the
+    // byte is no quote, backslash, control byte or byte from 0x80.
+    struct Plain256<'a>(&'a [u8; 256]);
+    impl generic::Pass for Plain256<'_> {
+        type Output = bool;
+        fn input(&self) -> &[u8] {
+            self.0
+        }
+        unsafe fn run<S: generic::Simd>(self, simd: S) -> bool {
+            // SAFETY: 256 readable bytes; the caller vouches for the CPU.
+            unsafe { simd.is_plain_string_256(self.0.as_ptr()) }
+        }
+    }
+    let plain = |b: u8| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\';
+    let mut bytes = [b'a'; 256];
+    for at in [0, 1, 63, 64, 100, 127, 128, 191, 192, 200, 255] {
+        for b in 0..=255u8 {
+            bytes[at] = b;
+            for kernel in supported_kernels() {
+                // SAFETY: `supported_kernels` gives kernels this CPU runs.
+                let got = unsafe { run_pass(kernel, Plain256(&bytes)) }.unwrap();
+                assert_eq!(got, plain(b), "kernel {}: {b:#04x} at {at}", kernel.name());
+            }
+        }
+        bytes[at] = b'a';
     }
 }
