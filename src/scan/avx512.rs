@@ -20,8 +20,9 @@
 //! and it marks the CPUs whose 512-bit integer instructions run without
 //! the deep clock drop of the first AVX-512 generation (Ice Lake and
 //! later, Zen 4 and later; simdjson draws the same line for its `icelake`
-//! kernel). Skylake-SP and Cascade Lake, which lack it, run `avx2`. Every
-//! CPU with VBMI2 has VBMI too.
+//! kernel). Skylake-SP and Cascade Lake, which lack it, run `avx2`. VBMI
+//! is required too, for the test of plain ASCII: the CPUs with VBMI2
+//! (Ice Lake and its successors, Zen 4 and Zen 5) have it.
 //! VPCLMULQDQ is not used: with one block per step there is one prefix
 //! XOR per block, which a 128-bit carry-less multiply does.
 
