@@ -35,6 +35,21 @@ local function it_with_fork(name, body)
     end)
 end
 
+-- Asserts that `encode` writes each case { value, text, ... } as the text
+-- in its column `column` (2 unless given).
+local function assert_encodes(encode, cases, column)
+    for _, case in ipairs(cases) do
+        assert.equal(case[column or 2], encode(case[1]))
+    end
+end
+
+-- Asserts that `encode` writes each case's value as `reference` does.
+local function assert_encodes_as(reference, encode, cases)
+    for _, case in ipairs(cases) do
+        assert.equal(reference(case[1]), encode(case[1]))
+    end
+end
+
 -- Runs f with `cjson_module` as package.loaded.cjson, which qjson's
 -- encoder consults for lua-cjson's marks, and puts the old one back.
 local function with_cjson(cjson_module, f)
@@ -252,13 +267,9 @@ describe("encode_invalid_numbers", function()
     it("writes NaN and infinities as cjson does when on or null", function()
         local a = qjson.new()
         assert.is_true(a.encode_invalid_numbers(true))
-        for _, case in ipairs(VALUES) do
-            assert.equal(case[2], a.encode(case[1]))
-        end
+        assert_encodes(a.encode, VALUES)
         assert.equal("null", a.encode_invalid_numbers("null"))
-        for _, case in ipairs(VALUES) do
-            assert.equal(case[3], a.encode(case[1]))
-        end
+        assert_encodes(a.encode, VALUES, 3)
         assert.is_false(a.encode_invalid_numbers("off"))
         assert.has_error(function() a.encode({ 0 / 0 }) end,
                          "Cannot serialise number: must not be NaN or Infinity")
@@ -282,9 +293,7 @@ describe("encode_invalid_numbers", function()
         for _, setting in ipairs({ "on", "null" }) do
             theirs.encode_invalid_numbers(setting)
             ours.encode_invalid_numbers(setting)
-            for _, case in ipairs(VALUES) do
-                assert.equal(theirs.encode(case[1]), ours.encode(case[1]))
-            end
+            assert_encodes_as(theirs.encode, ours.encode, VALUES)
         end
     end)
 end)
@@ -304,9 +313,7 @@ describe("encode_skip_unsupported_value_types", function()
     it("leaves unsupported values out of tables, with their keys and commas", function()
         local a = qjson.new()
         assert.is_true(a.encode_skip_unsupported_value_types(true))
-        for _, case in ipairs(VALUES) do
-            assert.equal(case[2], a.encode(case[1]))
-        end
+        assert_encodes(a.encode, VALUES)
         -- int64_t and uint64_t are written (qjson's extension; cjson leaves
         -- them out too).
         assert.equal("[5]", a.encode({ ffi.new("int64_t", 5) }))
@@ -357,9 +364,7 @@ describe("encode_indent", function()
     it("lays out every element and member on a line of its own, as cjson does", function()
         local a = qjson.new()
         assert.equal("  ", a.encode_indent("  "))
-        for _, case in ipairs(CASES) do
-            assert.equal(case[2], a.encode(case[1]))
-        end
+        assert_encodes(a.encode, CASES)
         a.encode_indent("\t")
         assert.equal('{\n\t"x": [\n\t\t1\n\t]\n}', a.encode({ x = { 1 } }))
         assert.equal("", a.encode_indent(""))
@@ -386,9 +391,7 @@ describe("encode_indent", function()
         for _, indent in ipairs({ "  ", "\t", "->" }) do
             theirs.encode_indent(indent)
             ours.encode_indent(indent)
-            for _, case in ipairs(CASES) do
-                assert.equal(theirs.encode(case[1]), ours.encode(case[1]))
-            end
+            assert_encodes_as(theirs.encode, ours.encode, CASES)
             local text = '[1, {"k": [true, null]}, [], {}]'
             assert.equal(theirs.encode(theirs.decode(text)), ours.encode(ours.decode(text)))
         end
@@ -416,10 +419,9 @@ describe("tables lua-cjson marks, when it is loaded beside qjson", function()
     it("encode as cjson encodes them: its array_mt, empty_array_mt and __len", function()
         local cjson = { array_mt = {}, empty_array_mt = {} }
         with_cjson(cjson, function()
-            for _, case in ipairs(cases(cjson)) do
-                assert.equal(case[2], qjson.encode(case[1]))
-                assert.equal(case[2], qjson.new().encode(case[1]))
-            end
+            local marked = cases(cjson)
+            assert_encodes(qjson.encode, marked)
+            assert_encodes(qjson.new().encode, marked)
             -- A metatable hidden behind __metatable is no table to read.
             local locked = setmetatable({ 1 }, { __metatable = "locked" })
             assert.equal("[1]", qjson.encode(locked))
@@ -428,9 +430,7 @@ describe("tables lua-cjson marks, when it is loaded beside qjson", function()
 
     it_with_fork("match the fork", function()
         with_cjson(fork, function()
-            for _, case in ipairs(cases(fork)) do
-                assert.equal(fork.encode(case[1]), qjson.encode(case[1]))
-            end
+            assert_encodes_as(fork.encode, qjson.encode, cases(fork))
             assert.equal(fork.encode({ fork.empty_array }), qjson.encode({ fork.empty_array }))
         end)
     end)

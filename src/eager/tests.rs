@@ -225,6 +225,36 @@ fn agrees(text: &[u8], opts: &Options) -> bool {
     want.is_some()
 }
 
+/// The texts a test held to validation with [`agrees`] under the default
+/// options, valid and invalid: for tests that must have seen both.
+#[derive(Default)]
+struct Tally {
+    valid: usize,
+    invalid: usize,
+}
+
+impl Tally {
+    /// Holds eager decode to validation on `text` and counts it.
+    fn check(&mut self, text: &[u8]) {
+        if agrees(text, &Options::default()) {
+            self.valid += 1;
+        } else {
+            self.invalid += 1;
+        }
+    }
+
+    /// Fails unless more than `valid` valid and `invalid` invalid texts
+    /// were checked.
+    fn assert_at_least(&self, valid: usize, invalid: usize) {
+        assert!(
+            self.valid > valid && self.invalid > invalid,
+            "{} valid, {} invalid",
+            self.valid,
+            self.invalid
+        );
+    }
+}
+
 fn strict() -> Options {
     Options {
         duplicate_keys: DuplicateKeys::Error,
@@ -505,7 +535,7 @@ fn escapes_agree_with_validation_at_every_offset_around_the_chunks() {
         "é".as_bytes(),
     ];
     let after: [&[u8]; 5] = [b"", br"\u4e2d", br"\t", b"\xff", b"\xe4\xb8\xad\xe4\xb8"];
-    let (mut valid, mut invalid) = (0, 0);
+    let mut tally = Tally::default();
     for len in 0..36 {
         for first in escapes {
             for second in after {
@@ -528,20 +558,13 @@ fn escapes_agree_with_validation_at_every_offset_around_the_chunks() {
                         join(&[b"{\"", &body]),
                         join(&[b"[\"", &body]),
                     ] {
-                        if agrees(&text, &Options::default()) {
-                            valid += 1;
-                        } else {
-                            invalid += 1;
-                        }
+                        tally.check(&text);
                     }
                 }
             }
         }
     }
-    assert!(
-        valid > 1000 && invalid > 1000,
-        "{valid} valid, {invalid} invalid"
-    );
+    tally.assert_at_least(1000, 1000);
 }
 
 #[test]
@@ -560,7 +583,7 @@ fn long_strings_end_where_validation_ends_them() {
         "\u{e9}".as_bytes(),
         b"\t",
     ];
-    let (mut valid, mut invalid) = (0, 0);
+    let mut tally = Tally::default();
     for len in (60..=600).step_by(7) {
         for ender in enders {
             for wide in [false, true] {
@@ -576,17 +599,10 @@ fn long_strings_end_where_validation_ends_them() {
                     [&b"{\"k\":1, \""[..], &body, b"\":1}"].concat(),
                     [&b"[\""[..], &body].concat(),
                 ] {
-                    if agrees(&text, &Options::default()) {
-                        valid += 1;
-                    } else {
-                        invalid += 1;
-                    }
+                    tally.check(&text);
                 }
             }
         }
     }
-    assert!(
-        valid > 500 && invalid > 1500,
-        "{valid} valid, {invalid} invalid"
-    );
+    tally.assert_at_least(500, 1500);
 }

@@ -122,9 +122,11 @@ impl Simd for Avx512 {
     /// low seven bits in a 128-byte table (`vpermi2b`, VBMI), ORed with the
     /// bytes themselves (their top bit: from 0x80) across the blocks, three
     /// ternary ORs, then one mask. Tested block by block, twelve compares
-    /// into masks and eleven mask ORs made the skip of the 10 MB chat
-    /// request's base64 image 45-49 GB/s on an AMD EPYC (Zen 4), where
-    /// mask registers are few and slow, against 52-57 GB/s with AVX2.
+    /// into masks and eleven mask ORs made stage 1 of the 10 MB chat
+    /// request (its base64 image) 45-49 GB/s on an AMD EPYC (Zen 4), where
+    /// mask registers are few and slow, against 52-57 GB/s with AVX2; this
+    /// way 72-77 (`cargo bench --bench core -- DIR/chat-10MB.json`, the
+    /// file from `luajit benches/payloads.lua DIR`).
     #[cfg(not(miri))]
     #[inline(always)]
     unsafe fn is_plain_string_256(self, ptr: *const u8) -> bool {

@@ -415,10 +415,10 @@ impl Pass for Utf8<'_> {
     }
 }
 
-/// The offset from `at` on of the first run of four blocks (256 bytes)
-/// that is not all plain ASCII string content (no `"`, `\`, byte below
-/// 0x20 or from 0x80), stopping before `end`: where a long string of plain
-/// ASCII (a base64 image) stops being skippable four blocks per test.
+/// Skips plain ASCII string content (no `"`, `\`, byte below 0x20 or
+/// from 0x80) 256 bytes at a time from `at`: the offset of the first 256
+/// bytes that are not all such content, or past the last whole 256 before
+/// `end`. How a long string of plain ASCII (a base64 image) is skipped.
 ///
 /// # Safety
 /// `end <= input.len()`; the CPU supports the instructions `simd` uses.
