@@ -249,9 +249,9 @@ impl Simd for Avx2 {
 
     /// Up to 8 offsets one by one (the default's eight unconditional
     /// stores, about 35 instructions), more by [`write_offsets_by_bytes`]
-    /// (about 60, however few the offsets): most blocks of dense JSON
-    /// hold 8 or fewer (citm_catalog 90%, twitter 52%, canada 34%), and
-    /// the branch is predicted well enough to pay. On the AMD EPYC (Zen
+    /// (about 60, however few the offsets): dense JSON averages under 10
+    /// offsets a block, many blocks hold 8 or fewer, and the branch is
+    /// predicted well enough to pay. On the AMD EPYC (Zen
     /// 4), against the byte table for every block, `tools/stage1_insns.sh`
     /// per block: twitter 162.7 -> 155.6 instructions, citm_catalog
     /// 149.6 -> 130.9, canada 149.4 -> 145.7; stage 1 against simdjson's
