@@ -271,23 +271,39 @@ pub fn find_key(
     // lets the compiler drop the bounds checks of the loop.
     let positions = &positions[..=close];
     let links = &mut links[..=close];
+    // An unescaped key equal to `want` has its quotes this far apart.
+    let want_span = want.len() + 1;
     let mut key = obj as usize + 1;
     let mut found = None;
     let mut repeated = false;
     while key < close {
+        // SAFETY: key < close, so key + 1 <= close, and both slices hold
+        // close + 1 entries.
+        let (open, shut, escaped, next) = unsafe {
+            (
+                *positions.get_unchecked(key),
+                *positions.get_unchecked(key + 1),
+                *links.get_unchecked(key),
+                *links.get_unchecked(key + 1),
+            )
+        };
+        // Only a key of the wanted length, or one with escapes (which
+        // decoding shortens), can match: the test is one branch, its
+        // mask all ones for a key without escapes and zero for the rest.
+        let plain = 0usize.wrapping_sub(usize::from(escaped == 0));
         let tree = Tree {
             src,
             positions,
             links,
         };
-        if tree.key_is(key as u32, want) {
+        if ((shut - open) as usize ^ want_span) & plain == 0 && tree.key_is(key as u32, want) {
             repeated |= found.is_some();
             found = Some(key as u32 + 3);
             if !last_wins {
                 break;
             }
         }
-        let next = match links[key + 1] {
+        let next = match next {
             0 => {
                 let next = tree.skip(key as u32 + 3) + 1;
                 links[key + 1] = next;
