@@ -331,10 +331,16 @@ impl Lookup {
         last_wins: bool,
     ) -> (Option<u32>, bool) {
         let count = tree(src, index).count(obj);
-        if count as usize > PAIRWISE_MAX
-            && let Some(found) = self.large_member(src, index, obj, count, want, last_wins)
-        {
-            return found;
+        if count as usize > PAIRWISE_MAX {
+            // Its first WALKS searches only count themselves here, in
+            // line (as `object_table` would, at the cost of a call each).
+            let slot = obj as usize + 3;
+            let state = index.links[slot];
+            if state < WALKS {
+                index.links[slot] = state + 1;
+            } else if let Some(found) = self.large_member(src, index, obj, count, want, last_wins) {
+                return found;
+            }
         }
         self.work += u64::from(count);
         super::find_key(
