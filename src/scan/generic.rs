@@ -24,10 +24,11 @@
 //! * **Escapes.** A backslash escapes the next byte unless it is escaped
 //!   itself, so in a run of backslashes every other one is active, starting
 //!   with the first. [`escaped_bits`] finds, branch-free, which bytes are
-//!   escaped by adding each run's start bit to the run: the carry clears
-//!   the run and lands on the byte after it. Runs starting on even and on
-//!   odd bits are added separately because their escaped bytes have
-//!   opposite parity. A run reaching bit 63 carries into the next block.
+//!   escaped with one subtraction of the backslashes from their own mask
+//!   shifted up a bit, with the odd bits set, so that every run, whichever
+//!   parity it starts on, leaves its active backslashes and the byte after
+//!   an odd run marked (the method of simdjson 3). A run reaching bit 63
+//!   carries into the next block.
 //! * **Strings.** The prefix XOR of the real quotes is 1 from an opening
 //!   quote up to, not including, its closing quote; the carry-less multiply
 //!   by all-ones computes it in one instruction on x86. Whether the block
@@ -318,22 +319,27 @@ impl Carry {
 /// next one. See the module docs for the method.
 #[inline(always)]
 pub(crate) fn escaped_bits(backslash: u64, carry: &mut u64) -> u64 {
-    const EVEN: u64 = 0x5555_5555_5555_5555;
-    const ODD: u64 = !EVEN;
+    const ODD: u64 = 0xAAAA_AAAA_AAAA_AAAA;
     if backslash == 0 {
         // Most blocks have no backslash: only the carried-in escape.
         return core::mem::take(carry);
     }
     // A backslash that is itself escaped starts nothing.
     let active = backslash & !*carry;
-    let starts = active & !(active << 1);
-    let (even_sum, _) = active.overflowing_add(starts & EVEN);
-    let (odd_sum, odd_overflow) = active.overflowing_add(starts & ODD);
-    // XOR with the sum leaves each run's bits plus the byte after it; the
-    // escaped ones have the parity opposite to the run's start.
-    let escaped = ((active ^ even_sum) & ODD) | ((active ^ odd_sum) & EVEN) | *carry;
-    // Only an odd-start run reaching bit 63 escapes byte 64.
-    *carry = odd_overflow as u64;
+    // Take a run of `active` from bit `a`, `n` long. In `(active << 1) |
+    // ODD` it is bits a+1 ..= a+n, and bit `a` too when `a` is odd.
+    // Subtracting the run (bits a .. a+n) leaves, for an even `a`, bits
+    // a .. a+n set and a+n clear; for an odd `a`, bit a+n alone; no
+    // borrow leaves the run. XOR with ODD then gives, either way, the
+    // run's bits of `a`'s parity (its active backslashes) and bit a+n
+    // exactly when `n` is odd (the byte an active backslash escapes), and
+    // clears everything outside runs.
+    let marks = ((active << 1) | ODD).wrapping_sub(active) ^ ODD;
+    // Backslashes that are not active are escaped, and so is the byte
+    // after an odd run; so is byte 0 when the previous block escapes it.
+    let escaped = marks ^ (backslash | *carry);
+    // An active backslash at bit 63 escapes byte 64.
+    *carry = (marks & backslash) >> 63;
     escaped
 }
 
