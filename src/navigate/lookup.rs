@@ -266,16 +266,15 @@ impl Lookup {
         }
     }
 
-    /// The [`KeyTable`] slots of the object at `obj`, built now when
-    /// `build` or when it has been walked [`WALKS`] times; `None` when it
-    /// is walked instead (the walk is counted) or is small.
+    /// The [`KeyTable`] slots of the object at `obj`, built now if it has
+    /// none yet; `None` when it is small. (Its walks are counted by
+    /// [`Lookup::member`], which asks for the table after [`WALKS`].)
     fn object_table(
         &mut self,
         src: &[u8],
         index: &mut Index,
         obj: u32,
         last_wins: bool,
-        build: bool,
     ) -> Option<(usize, usize)> {
         let tree = tree(src, index);
         let count = tree.count(obj);
@@ -285,10 +284,6 @@ impl Lookup {
         let slot = obj as usize + 3;
         let len = table_len(count as usize);
         let state = index.links[slot];
-        if state < WALKS && !build {
-            index.links[slot] = state + 1;
-            return None;
-        }
         // Only now: an object that is walked makes no buffers.
         let b = buffers(&mut self.buffers);
         if state > WALKS {
@@ -332,8 +327,9 @@ impl Lookup {
     ) -> (Option<u32>, bool) {
         let count = tree(src, index).count(obj);
         if count as usize > PAIRWISE_MAX {
-            // Its first WALKS searches only count themselves here, in
-            // line (as `object_table` would, at the cost of a call each).
+            // Its first WALKS searches walk it and count themselves in
+            // its state (see the module docs), in line: a call each cost
+            // more than the count.
             let slot = obj as usize + 3;
             let state = index.links[slot];
             if state < WALKS {
@@ -354,8 +350,8 @@ impl Lookup {
     }
 
     /// [`Lookup::member`] for an object of `count` members, more than
-    /// [`PAIRWISE_MAX`], through its table; `None` when it is walked
-    /// instead (see [`Lookup::object_table`]).
+    /// [`PAIRWISE_MAX`], through its table (built now if it has none);
+    /// `None` only for a smaller object.
     #[inline(never)]
     fn large_member(
         &mut self,
@@ -366,7 +362,7 @@ impl Lookup {
         want: &[u8],
         last_wins: bool,
     ) -> Option<(Option<u32>, bool)> {
-        let (start, len) = self.object_table(src, index, obj, last_wins, false)?;
+        let (start, len) = self.object_table(src, index, obj, last_wins)?;
         let words = &buffers(&mut self.buffers).words;
         // The table's first word is the object's count of distinct keys.
         let any_repeated = words[start] != count;
@@ -389,7 +385,7 @@ impl Lookup {
             return count;
         }
         if count as usize > PAIRWISE_MAX
-            && let Some((start, _)) = self.object_table(src, index, obj, last_wins, true)
+            && let Some((start, _)) = self.object_table(src, index, obj, last_wins)
         {
             return buffers(&mut self.buffers).words[start];
         }
@@ -464,7 +460,7 @@ impl Lookup {
         if every || !last_wins || out.len() < 2 {
             return;
         }
-        match self.object_table(src, index, obj, last_wins, true) {
+        match self.object_table(src, index, obj, last_wins) {
             Some((start, len)) => {
                 let tree = tree(src, index);
                 let b = buffers(&mut self.buffers);

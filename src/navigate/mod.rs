@@ -174,10 +174,16 @@ impl<'a> Tree<'a> {
     /// Whether the key at entry `key` decodes to `want`.
     #[inline(always)]
     pub fn key_is(&self, key: u32, want: &[u8]) -> bool {
-        let span = self.string_span(key);
+        self.body_is(self.string_span(key), self.has_escapes(key), want)
+    }
+
+    /// Whether the string whose bytes between the quotes are at `span`,
+    /// with escapes or not, decodes to `want`.
+    #[inline(always)]
+    fn body_is(&self, span: Range<usize>, escaped: bool, want: &[u8]) -> bool {
         // Most keys differ in length from the one wanted: no bytes read.
         let len = span.end - span.start;
-        if !self.has_escapes(key) {
+        if !escaped {
             return len == want.len() && same_bytes(&self.src[span], want);
         }
         // Decoding never lengthens a string.
@@ -287,16 +293,18 @@ pub fn find_key(
                 *links.get_unchecked(key + 1),
             )
         };
-        // Only a key of the wanted length, or one with escapes (which
-        // decoding shortens), can match: the test is one branch, its
-        // mask all ones for a key without escapes and zero for the rest.
-        let plain = 0usize.wrapping_sub(usize::from(escaped == 0));
         let tree = Tree {
             src,
             positions,
             links,
         };
-        if ((shut - open) as usize ^ want_span) & plain == 0 && tree.key_is(key as u32, want) {
+        // Only a key of the wanted length, or one with escapes (which
+        // decoding shortens), can match; its bytes are compared from the
+        // entries already read.
+        let escaped = escaped != 0;
+        if (escaped || (shut - open) as usize == want_span)
+            && tree.body_is(open as usize + 1..shut as usize, escaped, want)
+        {
             repeated |= found.is_some();
             found = Some(key as u32 + 3);
             if !last_wins {
