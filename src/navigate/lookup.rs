@@ -266,28 +266,27 @@ impl Lookup {
         }
     }
 
-    /// The [`KeyTable`] slots of the object at `obj`, built now if it has
-    /// none yet; `None` when it is small. (Its walks are counted by
-    /// [`Lookup::member`], which asks for the table after [`WALKS`].)
+    /// Where the [`KeyTable`] slots of the object at `obj`, which has more
+    /// than [`PAIRWISE_MAX`] members, start in the buffers' words, and how
+    /// many there are: built now if it has none yet. (Its walks are counted
+    /// by [`Lookup::member`], which asks for the table after [`WALKS`].)
     fn object_table(
         &mut self,
         src: &[u8],
         index: &mut Index,
         obj: u32,
         last_wins: bool,
-    ) -> Option<(usize, usize)> {
+    ) -> (usize, usize) {
         let tree = tree(src, index);
         let count = tree.count(obj);
-        if count as usize <= PAIRWISE_MAX {
-            return None;
-        }
+        debug_assert!(count as usize > PAIRWISE_MAX);
         let slot = obj as usize + 3;
         let len = table_len(count as usize);
         let state = index.links[slot];
         // Only now: an object that is walked makes no buffers.
         let b = buffers(&mut self.buffers);
         if state > WALKS {
-            return Some((b.tables[(state - WALKS - 1) as usize], len));
+            return (b.tables[(state - WALKS - 1) as usize], len);
         }
         let table = Self::new_table(b);
         let start = b.words.len();
@@ -305,7 +304,7 @@ impl Lookup {
         }
         b.words[start] = distinct;
         index.links[slot] = WALKS + 1 + table;
-        Some((start, len))
+        (start, len)
     }
 
     /// The value entry of member `want` (decoded bytes) of the object at
@@ -332,11 +331,10 @@ impl Lookup {
             // more than the count.
             let slot = obj as usize + 3;
             let state = index.links[slot];
-            if state < WALKS {
-                index.links[slot] = state + 1;
-            } else if let Some(found) = self.large_member(src, index, obj, count, want, last_wins) {
-                return found;
+            if state >= WALKS {
+                return self.large_member(src, index, obj, count, want, last_wins);
             }
+            index.links[slot] = state + 1;
         }
         self.work += u64::from(count);
         super::find_key(
@@ -350,8 +348,7 @@ impl Lookup {
     }
 
     /// [`Lookup::member`] for an object of `count` members, more than
-    /// [`PAIRWISE_MAX`], through its table (built now if it has none);
-    /// `None` only for a smaller object.
+    /// [`PAIRWISE_MAX`], through its table (built now if it has none).
     #[inline(never)]
     fn large_member(
         &mut self,
@@ -361,14 +358,14 @@ impl Lookup {
         count: u32,
         want: &[u8],
         last_wins: bool,
-    ) -> Option<(Option<u32>, bool)> {
-        let (start, len) = self.object_table(src, index, obj, last_wins)?;
+    ) -> (Option<u32>, bool) {
+        let (start, len) = self.object_table(src, index, obj, last_wins);
         let words = &buffers(&mut self.buffers).words;
         // The table's first word is the object's count of distinct keys.
         let any_repeated = words[start] != count;
         let keys = &words[start + 1..start + 1 + len];
         let found = find(keys, &tree(src, index), want, &mut self.work);
-        Some((found.map(|key| key + 3), any_repeated))
+        (found.map(|key| key + 3), any_repeated)
     }
 
     /// How many distinct keys the object at `obj` has.
@@ -384,9 +381,8 @@ impl Lookup {
             // Under "error" validation rejected every repeat.
             return count;
         }
-        if count as usize > PAIRWISE_MAX
-            && let Some((start, _)) = self.object_table(src, index, obj, last_wins)
-        {
+        if count as usize > PAIRWISE_MAX {
+            let (start, _) = self.object_table(src, index, obj, last_wins);
             return buffers(&mut self.buffers).words[start];
         }
         let mut keys = [0; PAIRWISE_MAX];
@@ -460,30 +456,27 @@ impl Lookup {
         if every || !last_wins || out.len() < 2 {
             return;
         }
-        match self.object_table(src, index, obj, last_wins) {
-            Some((start, len)) => {
-                let tree = tree(src, index);
-                let b = buffers(&mut self.buffers);
-                let slots = &b.words[start + 1..start + 1 + len];
-                let (key_buf, work) = (&mut b.key, &mut self.work);
-                out.retain(|&key| {
-                    find(slots, &tree, decoded(&tree, key, key_buf), work) == Some(key)
-                });
-            }
-            None => {
-                // Small: keep a key unless a later one repeats it.
-                let mut keys = [0; PAIRWISE_MAX];
-                keys[..out.len()].copy_from_slice(out);
-                let all = &keys[..out.len()];
-                let tree = tree(src, index);
-                let slot = &mut self.buffers;
-                let mut i = 0;
-                out.retain(|&key| {
-                    i += 1;
-                    let key = decoded_key(&tree, key, slot);
-                    !all[i..].iter().any(|&later| tree.key_is(later, key))
-                });
-            }
+        // (`out` holds every member: its length is the object's count.)
+        if out.len() > PAIRWISE_MAX {
+            let (start, len) = self.object_table(src, index, obj, last_wins);
+            let tree = tree(src, index);
+            let b = buffers(&mut self.buffers);
+            let slots = &b.words[start + 1..start + 1 + len];
+            let (key_buf, work) = (&mut b.key, &mut self.work);
+            out.retain(|&key| find(slots, &tree, decoded(&tree, key, key_buf), work) == Some(key));
+        } else {
+            // Small: keep a key unless a later one repeats it.
+            let mut keys = [0; PAIRWISE_MAX];
+            keys[..out.len()].copy_from_slice(out);
+            let all = &keys[..out.len()];
+            let tree = tree(src, index);
+            let slot = &mut self.buffers;
+            let mut i = 0;
+            out.retain(|&key| {
+                i += 1;
+                let key = decoded_key(&tree, key, slot);
+                !all[i..].iter().any(|&later| tree.key_is(later, key))
+            });
         }
     }
 }
