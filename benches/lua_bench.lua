@@ -245,8 +245,8 @@ end
 -- and never allocated, hiding the cost of a fresh body-sized string.
 local change_count = 0
 
--- The value of the next change: the change's number times 1 to 10^6, so
--- that outputs differ in length as a gateway's do, not only in a few
+-- The value of the next change: the change's number k times 10^(k % 9),
+-- so that outputs differ in length as a gateway's do, not only in a few
 -- digits. OpenResty's LuaJIT hashes a string of 128 bytes or more from
 -- its first nine sixteenths and last 8 bytes only: outputs of one length
 -- whose new value lies in between share one hash chain, and each new one
@@ -254,12 +254,16 @@ local change_count = 0
 -- (docs/reliability.md, "Strings LuaJIT interns"). Where the value lands
 -- depends on the library's key order, which for cjson's output changes
 -- from process to process: with the number alone, SSE's nested change
--- ran 0.4x to 1.8x cjson between reports of the same code. Over seven
--- lengths each chain is a seventh as long. (A number below 10^14: both
--- encoders print it whole, and no string is made for it.)
+-- ran 0.4x to 1.8x cjson between reports of the same code. Numbers of
+-- seven digits take eight lengths this way (times 10^8 they print as
+-- 1.234567e+14), each chain an eighth as long. Every value is new: were
+-- k * 10^(k % 9) = j * 10^(j % 9) with j = k * 10^d, then j % 9 = k % 9
+-- (10 is 1 modulo 9) and d = 0. (A number of at most 14 significant
+-- digits: both encoders print it exactly, with %.14g, and no string is
+-- made for it.)
 local function next_change()
     change_count = change_count + 1
-    return change_count * 10 ^ (change_count % 7)
+    return change_count * 10 ^ (change_count % 9)
 end
 
 local function edits(change)
