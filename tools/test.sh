@@ -120,6 +120,9 @@ check "cargo clippy -D warnings" cargo clippy --release --all-targets --quiet --
 check "cargo fmt --check" cargo fmt --check
 check "luacheck" luacheck --quiet lua spec benches tools examples
 check "benchmark harness runs (QUICK=1)" env QUICK=1 luajit benches/lua_bench.lua
+check "A/B harness runs (tools/ab_parse.sh, a build against itself)" bash -c \
+    'printf "{\"a\":[1,2.5,\"x\"]}" >target/ab_check.json && ROUNDS=1 tools/ab_parse.sh \
+        target/release/libqjson.so target/release/libqjson.so target/ab_check.json'
 # OpenResty's lua-cjson fork, which the specs compare encode and the
 # module API with (spec/helper.lua), built from ../shared/baselines; where
 # that is missing, those comparisons are pending.
