@@ -17,6 +17,11 @@
 //! (`scalar` beside simdjson's `fallback`, `avx2` beside `haswell`,
 //! `avx512` beside `icelake`), their rounds alternating with qjson's: on
 //! a shared machine, what runs at another time meets other neighbours.
+//! Beside the best rounds, `s1/sj` and `full/DOM` give qjson's speed over
+//! simdjson's as the median of their rounds taken in pairs, each pair run
+//! back to back: the best rounds of the two may come from different
+//! moments, and on this shared machine they moved the ratio by a tenth
+//! from run to run.
 //!
 //! Run with `cargo bench --bench core [-- FILE...]`: the corpus from
 //! `$QJSON_DATA/corpus` (default `../shared/data/corpus`) and the files
@@ -32,12 +37,16 @@ use qjson::index::Index;
 use qjson::scan::{self, Kernel};
 use qjson::validate::{self, Options};
 
-/// GB/s of each of `tasks` over `len` bytes: the best of 7 rounds each,
-/// their rounds alternating (after one round each to warm up).
-fn best_gbps(len: usize, tasks: &mut [&mut dyn FnMut()]) -> Vec<f64> {
-    let mut best = vec![f64::INFINITY; tasks.len()];
-    for round in 0..8 {
-        for (task, best) in tasks.iter_mut().zip(&mut best) {
+/// Rounds counted per task, after one to warm up.
+const ROUNDS: usize = 7;
+
+/// Seconds per call of each of `tasks`, one figure per round: rounds of at
+/// least 50 ms, the tasks' rounds alternating (after one round each to
+/// warm up).
+fn round_secs(tasks: &mut [&mut dyn FnMut()]) -> Vec<[f64; ROUNDS]> {
+    let mut secs = vec![[0.0; ROUNDS]; tasks.len()];
+    for round in 0..=ROUNDS {
+        for (task, secs) in tasks.iter_mut().zip(&mut secs) {
             let start = Instant::now();
             let mut calls = 0u32;
             while start.elapsed() < Duration::from_millis(50) || calls < 3 {
@@ -45,18 +54,32 @@ fn best_gbps(len: usize, tasks: &mut [&mut dyn FnMut()]) -> Vec<f64> {
                 calls += 1;
             }
             if round > 0 {
-                *best = best.min(start.elapsed().as_secs_f64() / f64::from(calls));
+                secs[round - 1] = start.elapsed().as_secs_f64() / f64::from(calls);
             }
         }
     }
-    best.into_iter()
-        .map(|secs| len as f64 / secs / 1e9)
-        .collect()
+    secs
 }
 
-/// GB/s of `task` alone over `len` bytes: the best of 7 rounds.
+/// GB/s over `len` bytes of the best of `secs`' rounds.
+fn best(len: usize, secs: &[f64; ROUNDS]) -> f64 {
+    len as f64 / secs.iter().copied().fold(f64::INFINITY, f64::min) / 1e9
+}
+
+/// How many times faster `ours` ran than `theirs`: the median over the
+/// rounds of the two tasks' round against each other. Their rounds ran
+/// back to back, so a spell of a busy neighbour slows both halves of a
+/// pair, where the best rounds of each may come from different moments
+/// (see `tools/ab_parse.c`, which compares two qjson builds this way).
+fn paired(ours: &[f64; ROUNDS], theirs: &[f64; ROUNDS]) -> f64 {
+    let mut ratios: Vec<f64> = theirs.iter().zip(ours).map(|(t, o)| t / o).collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios[ROUNDS / 2]
+}
+
+/// GB/s of `task` alone over `len` bytes: the best of its rounds.
 fn gbps(len: usize, mut task: impl FnMut()) -> f64 {
-    best_gbps(len, &mut [&mut task])[0]
+    best(len, &round_secs(&mut [&mut task])[0])
 }
 
 /// simdjson's kernel for the same instruction set as `kernel`.
@@ -202,7 +225,7 @@ fn main() {
 
     let opts = Options::default();
     println!(
-        "{:<18} {:>7} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11} {:>9} {:>9} {:>9}",
+        "{:<18} {:>7} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11} {:>9} {:>9} {:>9} {:>7} {:>9}",
         "payload",
         "kernel",
         "MB",
@@ -213,7 +236,9 @@ fn main() {
         "s1/memchr",
         "simdjson",
         "sj s1",
-        "sj DOM"
+        "sj DOM",
+        "s1/sj",
+        "full/DOM"
     );
     for (name, bytes) in &payloads {
         let reference = gbps(bytes.len(), || {
@@ -240,30 +265,48 @@ fn main() {
             };
             let mut full = || doc.load_with(kernel, black_box(bytes), &opts).unwrap();
             let theirs = simdjson.as_ref().and_then(|s| s.parsers(sj, bytes));
-            let figures = match &theirs {
-                Some(parsers) => best_gbps(
-                    bytes.len(),
-                    &mut [
+            let len = bytes.len();
+            let (s1, full, theirs) = match &theirs {
+                Some(parsers) => {
+                    let secs = round_secs(&mut [
                         &mut stage1,
                         &mut || parsers.stage1(),
                         &mut full,
                         &mut || parsers.dom(),
-                    ],
-                ),
-                None => best_gbps(bytes.len(), &mut [&mut stage1, &mut full]),
-            };
-            let (s1, full, sj_s1, sj_dom) = match figures[..] {
-                [s1, sj_s1, full, sj_dom] => {
-                    (s1, full, format!("{sj_s1:.2}"), format!("{sj_dom:.2}"))
+                    ]);
+                    let [s1, sj_s1, full, sj_dom] = &secs[..] else {
+                        unreachable!("four tasks")
+                    };
+                    (
+                        best(len, s1),
+                        best(len, full),
+                        Some((
+                            best(len, sj_s1),
+                            best(len, sj_dom),
+                            paired(s1, sj_s1),
+                            paired(full, sj_dom),
+                        )),
+                    )
                 }
-                [s1, full] => (s1, full, "-".into(), "-".into()),
-                _ => unreachable!("two or four tasks"),
+                None => {
+                    let secs = round_secs(&mut [&mut stage1, &mut full]);
+                    (best(len, &secs[0]), best(len, &secs[1]), None)
+                }
+            };
+            let [sj_s1, sj_dom, s1_ratio, full_ratio] = match theirs {
+                Some((sj_s1, sj_dom, s1_ratio, full_ratio)) => [
+                    format!("{sj_s1:.2}"),
+                    format!("{sj_dom:.2}"),
+                    format!("{s1_ratio:.2}x"),
+                    format!("{full_ratio:.2}x"),
+                ],
+                None => ["-".into(), "-".into(), "-".into(), "-".into()],
             };
             println!(
-                "{:<18} {:>7} {:>9.2} {:>9.2} {:>9.2} {:>10.2} {:>9.2} {:>10.2}x {:>9} {:>9} {:>9}",
+                "{:<18} {:>7} {:>9.2} {:>9.2} {:>9.2} {:>10.2} {:>9.2} {:>10.2}x {:>9} {:>9} {:>9} {:>7} {:>9}",
                 name,
                 kernel.name(),
-                bytes.len() as f64 / 1e6,
+                len as f64 / 1e6,
                 s1,
                 stage2,
                 full,
@@ -271,7 +314,9 @@ fn main() {
                 s1 / reference,
                 sj,
                 sj_s1,
-                sj_dom
+                sj_dom,
+                s1_ratio,
+                full_ratio
             );
         }
     }
@@ -285,7 +330,10 @@ fn main() {
         (Some(_), Some(path)) => println!(
             "(simdjson 3.9.4 from {path}, in this process, its rounds alternating with \
              the qjson kernel's beside it: stage 1 = ondemand::parser::iterate, DOM = \
-             dom::parser::parse, best of 7 rounds; '-' where this CPU lacks the kernel)"
+             dom::parser::parse, best of 7 rounds; s1/sj and full/DOM: how many times \
+             faster qjson's stage 1 and full parse ran than simdjson's stage 1 and DOM \
+             parse, the median of the 7 rounds each ran against the other back to back; \
+             '-' where this CPU lacks the kernel)"
         ),
         (None, None) => println!(
             "(no simdjson figures: QJSON_SIMDJSON is not set; make bench sets it when \
