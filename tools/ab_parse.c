@@ -38,7 +38,6 @@ struct build {
     void (*free)(void *);
     const char *(*kernel)(void);
     void *reader;
-    double best;
     double *round_secs;
 };
 
@@ -63,7 +62,6 @@ static int load(struct build *b) {
         return -1;
     }
     b->reader = reader_new();
-    b->best = 1e30;
     return 0;
 }
 
@@ -121,22 +119,24 @@ int main(int argc, char **argv) {
                 calls++;
                 elapsed = now() - start;
             } while (elapsed < 0.05 || calls < 3);
-            double secs = elapsed / (double)calls;
             if (round > 0) {
-                b->round_secs[round - 1] = secs;
-                if (secs < b->best) {
-                    b->best = secs;
-                }
+                b->round_secs[round - 1] = elapsed / (double)calls;
             }
         }
     }
+    double best[2] = {builds[0].round_secs[0], builds[1].round_secs[0]};
     for (int r = 0; r < rounds; r++) {
         ratios[r] = builds[0].round_secs[r] / builds[1].round_secs[r];
+        for (int i = 0; i < 2; i++) {
+            if (builds[i].round_secs[r] < best[i]) {
+                best[i] = builds[i].round_secs[r];
+            }
+        }
     }
     qsort(ratios, (size_t)rounds, sizeof(double), by_value);
     double median = rounds % 2 ? ratios[rounds / 2] : (ratios[rounds / 2 - 1] + ratios[rounds / 2]) / 2;
     printf("%s kernel %s: A %.2f GB/s, B %.2f GB/s (best rounds), B/A %.3f (median of %d pairs)\n",
-           argv[3], builds[0].kernel(), (double)len / builds[0].best / 1e9,
-           (double)len / builds[1].best / 1e9, median, rounds);
+           argv[3], builds[0].kernel(), (double)len / best[0] / 1e9,
+           (double)len / best[1] / 1e9, median, rounds);
     return 0;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two builds of the library timed against each other in one process
 # (tools/ab_parse.c): the full validating parse of each FILE (default: the
-# corpus), rounds alternating between the builds, each build's best kept.
+# corpus), rounds alternating between the builds; B's speed over A's is the
+# median over the rounds of the two run back to back.
 #
 #   tools/ab_parse.sh A B [FILE...]
 #   QJSON_KERNEL=avx2 ROUNDS=25 tools/ab_parse.sh HEAD~1 HEAD
