@@ -679,6 +679,15 @@ local function own(fn, copies)
     return copy
 end
 
+-- The median, least and greatest of the numbers in `list`, left as it
+-- is. Its length is odd wherever it is called: ROUNDS (1 or 9) rounds,
+-- or their ratios.
+local function median(list)
+    local sorted = { unpack(list) }
+    table.sort(sorted)
+    return sorted[(#sorted + 1) / 2], sorted[1], sorted[#sorted]
+end
+
 -- Times the libraries `checked` (name -> function of one text, checked
 -- against cjson; each timed as its own copy, see `own`) side by side:
 -- each is warmed up (WARMUP calls, or fewer when they take over a
@@ -740,14 +749,10 @@ local function measure(checked, texts)
     end
     local results = {}
     for _, lib in ipairs(libs) do
-        local list = {}
-        for r = 1, ROUNDS do
-            list[r] = rates[lib][r]
-        end
-        table.sort(list)
+        local mid, lo, hi = median(rates[lib])
         -- The rounds in order too: a ratio between two libraries is taken
         -- round by round (see `ratio`).
-        results[lib] = { list[(ROUNDS + 1) / 2], list[1], list[ROUNDS], grown[lib], rates[lib] }
+        results[lib] = { mid, lo, hi, grown[lib], rates[lib] }
     end
     return libs, results
 end
@@ -782,9 +787,9 @@ local function run_scenario(scenario)
         local libs, results = measure(fns, texts)
         local rss = peak_rss_kb()
         for _, lib in ipairs(libs) do
-            local median, lo, hi, heap, rounds = unpack(results[lib])
+            local mid, lo, hi, heap, rounds = unpack(results[lib])
             print(table.concat({ "ROW", scenario.name, bytes, label, lib,
-                median, lo, hi, heap, rss, table.concat(rounds, ",") }, "\t"))
+                mid, lo, hi, heap, rss, table.concat(rounds, ",") }, "\t"))
         end
     end
     if scenario.notes then
@@ -857,26 +862,20 @@ local function index_rows(rows)
 end
 
 -- How many times faster row r ran than row `base` (another library on
--- the same workload): the median over the rounds of their ratio in each
--- round. Both ran in every round, back to back, so a slow spell of the
--- shared machine slows both sides of a round's ratio, where the ratio of
--- the two medians pairs rounds that may be seconds apart (the tool call's
--- eager decode read 1.07x, 1.18x and 1.56x cjson in three runs that way).
+-- the same workload, so with as many rounds): the median over the rounds
+-- of their ratio in each round. Both ran in every round, back to back, so
+-- a slow spell of the shared machine slows both sides of a round's ratio,
+-- where the ratio of the two medians pairs rounds that may be seconds
+-- apart (docs/benchmarks.md, "Lua ratios, round by round").
 local function ratio(r, base)
     if not base then
         return "-"
     end
-    local n = #r.rounds
-    if n == 0 or n ~= #base.rounds then
-        return string.format("%.1fx", r.median / base.median)
-    end
     local ratios = {}
-    for k = 1, n do
+    for k = 1, #r.rounds do
         ratios[k] = r.rounds[k] / base.rounds[k]
     end
-    table.sort(ratios)
-    local mid = (n + 1) / 2
-    return string.format("%.1fx", (ratios[math.floor(mid)] + ratios[math.ceil(mid)]) / 2)
+    return string.format("%.1fx", (median(ratios)))
 end
 
 local function print_tables(rows)
