@@ -15,16 +15,27 @@
 # (qjson.sse, or a cjson.decode per event; "proxy": no filter), in events
 # per second.
 #
+# The runs are paired as the Lua and native benchmarks pair theirs: every
+# gateway runs at once, and each round runs wrk against each of them in
+# turn (the order rotating from round to round), DURATION each; a req/s
+# figure is the median of its rounds, and a ratio the median over the
+# rounds of the two gateways' ratio in the same round, so that a slow
+# spell of this shared machine slows both sides of a pair. (One run per
+# gateway, 10 s each one after the other, put the routed row anywhere
+# between 68% and 100% of the ceiling on the same code.)
+#
 # Usage: tools/gateway_bench.sh        (make bench-gateway)
-# Environment: DURATION (default 10s), CONNECTIONS (default 4),
-#              BODY_BYTES (default 1048576).
-# Prints req/s and p99 latency of each and the qjson/cjson ratio.
+# Environment: ROUNDS (default 5), DURATION (default 2s, per run and
+#              round), CONNECTIONS (default 4), BODY_BYTES (default 1048576).
+# Prints req/s and p99 latency of each and the qjson/cjson and qjson/body
+# ratios.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 . tools/nginx-lib.sh
 
-duration=${DURATION:-10s}
+rounds=${ROUNDS:-5}
+duration=${DURATION:-2s}
 connections=${CONNECTIONS:-4}
 bytes=${BODY_BYTES:-1048576}
 
@@ -37,9 +48,10 @@ if [ -n "$baselines" ]; then
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/qjson-gateway-bench.XXXXXX")
-prefix=""
+codecs=(qjson cjson body proxy)
 cleanup() {
-    if [ -n "$prefix" ]; then nginx_stop "$prefix"; fi
+    local codec
+    for codec in "${codecs[@]}"; do nginx_stop "$work/$codec"; done
     nginx_stop "$work/upstream"
     rm -rf "$work"
 }
@@ -88,8 +100,10 @@ mkdir -p "$work/upstream"
 nginx_gateway_conf "$work/upstream" 0 "$upstream_port" 2m qjson false "paths.conf upstream.conf"
 nginx_start "$work/upstream"
 
-declare -A rps p99
-for codec in qjson cjson body proxy; do
+# Every gateway, started once and checked: each request's answer, and each
+# stream's closing comment.
+declare -A url
+for codec in "${codecs[@]}"; do
     prefix="$work/$codec"
     mkdir -p "$prefix"
     port=$(nginx_free_port)
@@ -101,58 +115,87 @@ for codec in qjson cjson body proxy; do
         sed -i "s|lua_package_cpath \"|lua_package_cpath \"$baselines/?.so;|" "$prefix/nginx.conf"
     fi
     nginx_start "$prefix"
-    url="http://127.0.0.1:$port/v1/chat/completions"
     for kind in untouched routed; do
-        run=$kind-$codec
-        # Verify the answer before timing it.
-        got=$(curl -sS -H 'Expect:' --data-binary @"$work/$kind.json" "$url")
-        if ! [[ $got == *"\"bytes\":${want[$run]}"* ]]; then
-            echo "gateway-bench: $run answered $got, expected bytes ${want[$run]}" >&2
-            exit 1
-        fi
-        BODY_FILE="$work/$kind.json" wrk -t1 -c"$connections" -d"$duration" --latency \
-            -s "$work/post.lua" "$url" | tee "$work/$run.txt"
-        rps[$run]=$(awk '/^Requests\/sec:/ { print $2 }' "$work/$run.txt")
-        p99[$run]=$(awk '$1 == "99%" { print $2 }' "$work/$run.txt")
-        errors=$(grep -E 'Non-2xx|Socket errors' "$work/$run.txt" || true)
-        if [ -n "$errors" ]; then
-            echo "gateway-bench: $run: $errors" >&2
+        url[$kind-$codec]="http://127.0.0.1:$port/v1/chat/completions"
+        got=$(curl -sS -H 'Expect:' --data-binary @"$work/$kind.json" "${url[$kind-$codec]}")
+        if ! [[ $got == *"\"bytes\":${want[$kind-$codec]}"* ]]; then
+            echo "gateway-bench: $kind-$codec answered $got, expected bytes ${want[$kind-$codec]}" >&2
             exit 1
         fi
     done
     if [ "$codec" != body ]; then
-        run=stream-$codec
-        url="http://127.0.0.1:$port/v1/stream?events=$events"
-        got=$(curl -sS "$url" | tail -c 200)
+        url[stream-$codec]="http://127.0.0.1:$port/v1/stream?events=$events"
+        got=$(curl -sS "${url[stream-$codec]}" | tail -c 200)
         if [ "$codec" != proxy ] && ! [[ $got == *": gateway events=$events "* ]]; then
-            echo "gateway-bench: $run ended with $got, expected events=$events" >&2
+            echo "gateway-bench: stream-$codec ended with $got, expected events=$events" >&2
             exit 1
         fi
-        wrk -t1 -c"$connections" -d"$duration" --latency "$url" | tee "$work/$run.txt"
-        rps[$run]=$(awk '/^Requests\/sec:/ { print $2 }' "$work/$run.txt")
-        p99[$run]=$(awk '$1 == "99%" { print $2 }' "$work/$run.txt")
     fi
-    nginx_stop "$prefix"
-    prefix=""
 done
 
+# One wrk run of $1 (kind-codec): appends its req/s and p99 (ms) to the
+# run's lists of rounds.
+declare -A rps p99
+measure() {
+    local run=$1 kind=${1%-*} out errors
+    out="$work/$run.txt"
+    if [ "$kind" = stream ]; then
+        wrk -t1 -c"$connections" -d"$duration" --latency "${url[$run]}" >"$out"
+    else
+        BODY_FILE="$work/$kind.json" wrk -t1 -c"$connections" -d"$duration" --latency \
+            -s "$work/post.lua" "${url[$run]}" >"$out"
+    fi
+    errors=$(grep -E 'Non-2xx|Socket errors' "$out" || true)
+    if [ -n "$errors" ] && [ "$kind" != stream ]; then
+        echo "gateway-bench: $run: $errors" >&2
+        exit 1
+    fi
+    rps[$run]+=" $(awk '/^Requests\/sec:/ { print $2 }' "$out")"
+    p99[$run]+=" $(awk '$1 == "99%" { v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v)
+        print v * (u == "us" ? 0.001 : u == "s" ? 1000 : u == "m" ? 60000 : 1) }' "$out")"
+}
+
+for ((round = 0; round < rounds; round++)); do
+    for kind in untouched routed stream; do
+        if [ "$kind" = stream ]; then group=(qjson cjson proxy); else group=("${codecs[@]}"); fi
+        for ((j = 0; j < ${#group[@]}; j++)); do
+            measure "$kind-${group[(j + round) % ${#group[@]}]}"
+        done
+    done
+    echo "gateway-bench: round $((round + 1)) of $rounds done" >&2
+done
+
+# median LIST: the median of space-separated numbers.
+median() {
+    tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{ v[NR] = $1 }
+        END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# paired A B: the median over the rounds of run A's req/s over run B's.
+paired() {
+    median "$(awk -v a="${rps[$1]}" -v b="${rps[$2]}" 'BEGIN {
+        n = split(a, x, " "); split(b, y, " ")
+        for (i = 1; i <= n; i++) printf "%s ", x[i] / y[i] }')"
+}
+
 echo
-echo "nginx gateway, $size-byte chat requests, 1 worker, $connections connections, $duration each;"
+echo "nginx gateway, $size-byte chat requests, 1 worker, $connections connections;"
+echo "$rounds rounds of $duration per gateway, the gateways in turn; req/s and p99: medians of the rounds;"
+echo "ratios: medians of each round's ratio"
 echo "cjson: $cjson_name; body: the body read into Lua, no JSON; proxy: no Lua at all"
 printf '%-10s %-6s %12s %10s\n' request gateway req/s p99
 for kind in untouched routed; do
-    for codec in qjson cjson body proxy; do
-        printf '%-10s %-6s %12s %10s\n' "$kind" "$codec" "${rps[$kind-$codec]}" "${p99[$kind-$codec]}"
+    for codec in "${codecs[@]}"; do
+        printf '%-10s %-6s %12.1f %8.2fms\n' "$kind" "$codec" "$(median "${rps[$kind-$codec]}")" \
+            "$(median "${p99[$kind-$codec]}")"
     done
-    awk -v k="$kind" -v q="${rps[$kind-qjson]}" -v c="${rps[$kind-cjson]}" -v b="${rps[$kind-body]}" \
-        'BEGIN { printf "%s: qjson/cjson req/s %.1fx, qjson/body %.0f%%\n", k, q / c, 100 * q / b }'
+    awk -v k="$kind" -v c="$(paired "$kind-qjson" "$kind-cjson")" -v b="$(paired "$kind-qjson" "$kind-body")" \
+        'BEGIN { printf "%s: qjson/cjson req/s %.1fx, qjson/body %.0f%%\n", k, c, 100 * b }'
 done
 echo
 echo "streamed responses of $events events, metered by the body filter"
 printf '%-10s %-6s %12s %12s %10s\n' response gateway req/s events/s p99
 for codec in qjson cjson proxy; do
-    awk -v c="$codec" -v r="${rps[stream-$codec]}" -v n="$events" -v p="${p99[stream-$codec]}" \
-        'BEGIN { printf "%-10s %-6s %12s %12.0f %10s\n", "stream", c, r, r * n, p }'
+    awk -v c="$codec" -v r="$(median "${rps[stream-$codec]}")" -v n="$events" -v p="$(median "${p99[stream-$codec]}")" \
+        'BEGIN { printf "%-10s %-6s %12.1f %12.0f %8.2fms\n", "stream", c, r, r * n, p }'
 done
-awk -v q="${rps[stream-qjson]}" -v c="${rps[stream-cjson]}" \
-    'BEGIN { printf "stream: qjson/cjson events/s %.1fx\n", q / c }'
+awk -v q="$(paired stream-qjson stream-cjson)" 'BEGIN { printf "stream: qjson/cjson events/s %.1fx\n", q }'
