@@ -317,6 +317,7 @@ function instance(cfg, enc)
         empty_array = encode.empty_array,
         library_path = qffi.path,
         encode = enc.encode,
+        encode_pieces = enc.encode_pieces,
         decode_invalid_numbers = decode_invalid_numbers,
         decode_allow_comment = decode_allow_comment,
         kernel = kernel,

@@ -322,3 +322,96 @@ describe("qjson.encode through the Lua C API", function()
         assert.is_true(seen > 0)
     end)
 end)
+
+-- qjson.encode_pieces: the text qjson.encode returns, as strings of at
+-- most 64 KB, natively for plain values and through the Lua encoder for
+-- proxies, with the same errors.
+describe("qjson.encode_pieces", function()
+    local PIECE = 65536
+    before_each(reset_options)
+    teardown(reset_options)
+
+    -- Fails unless the pieces of v, of at most PIECE bytes each and none
+    -- empty (or the source text alone, when `source` is given), are the
+    -- text qjson.encode gives and its length is given, and (`native`) the
+    -- native encoder wrote them; returns the pieces.
+    local function assert_pieces(v, label, native, source)
+        local done = native_counts()
+        local pieces, len = qjson.encode_pieces(v)
+        if native then
+            assert(native_counts() == done + 1, label .. ": not encoded natively")
+        end
+        local want = qjson.encode(v)
+        local got = table.concat(pieces)
+        assert(got == want,
+               ("%s: pieces and encode differ %s"):format(label, difference(want, got)))
+        assert.equal(#want, len, label)
+        if source then
+            assert.same({ true, 1 }, { rawequal(source, pieces[1]), #pieces }, label)
+            return pieces
+        end
+        for i, piece in ipairs(pieces) do
+            assert(#piece >= 1 and #piece <= PIECE,
+                   ("%s: piece %d of %d bytes"):format(label, i, #piece))
+        end
+        return pieces
+    end
+
+    it("cuts plain values natively into pieces of 64 KB", function()
+        math.randomseed(7)
+        for i = 1, 200 do
+            assert_pieces(gen.random_value(), "random value " .. i, true)
+        end
+        for _, n in ipairs({ PIECE - 2, PIECE - 1, PIECE, 3 * PIECE - 2, 1000000 }) do
+            local pieces = assert_pieces(("x"):rep(n), "string of " .. n, true)
+            assert.equal(math.ceil((n + 2) / PIECE), #pieces)
+        end
+        assert_pieces({ list = { ("é/\n"):rep(100000), { 1, 2.5, qjson.null } } }, "escapes", true)
+    end)
+
+    it("gives an untouched document its source, and a changed one in pieces", function()
+        local text = helper.chat_request(400000)
+        local doc = qjson.decode(text)
+        assert_pieces(doc, "untouched", false, text)
+        doc.model = "gpt-4o-mini-2024-07-18"
+        doc.messages[1].role = "system"
+        doc.x_gateway = { routed = true }
+        local pieces = assert_pieces(doc, "changed")
+        assert.is_true(#pieces > 1)
+        assert.same(qjson.decode(qjson.encode(doc), { lazy = false }),
+                    qjson.decode(table.concat(pieces), { lazy = false }))
+        assert_pieces({ wrapped = doc, n = 1 }, "a proxy inside a plain table")
+    end)
+
+    it("writes what the Lua encoder writes under encode_indent", function()
+        qjson.encode_indent("  ")
+        assert_pieces({ a = { ("y"):rep(200000), { b = 1 } } }, "indented")
+        qjson.encode_indent("")
+    end)
+
+    it("raises what qjson.encode raises; safe returns nil and it", function()
+        local safe = require("qjson.safe")
+        for _, bad in ipairs({ { 1, print }, { a = { 0 / 0 } }, { [true] = 1 } }) do
+            local ok, err = pcall(qjson.encode, bad)
+            assert.is_false(ok)
+            assert.same({ false, err }, { pcall(qjson.encode_pieces, bad) })
+            assert.same({ nil, err }, { safe.encode_pieces(bad) })
+        end
+        local nested = {}
+        for _ = 1, 1100 do nested = { nested } end
+        assert.same({ pcall(qjson.encode, nested) }, { pcall(qjson.encode_pieces, nested) })
+        local doc = qjson.decode('{"a":1}')
+        doc.f = print
+        assert.same({ pcall(qjson.encode, doc) }, { pcall(qjson.encode_pieces, doc) })
+    end)
+
+    it("follows the options of its instance, and a skipped value is no piece", function()
+        local q = qjson.new()
+        q.encode_escape_forward_slash(false)
+        assert.same({ { '["a/b"]' }, 7 }, { q.encode_pieces({ "a/b" }) })
+        assert.same({ { '["a\\/b"]' }, 8 }, { qjson.encode_pieces({ "a/b" }) })
+        q.encode_skip_unsupported_value_types(true)
+        assert.same({ {}, 0 }, { q.encode_pieces(print) })
+        assert.equal("", q.encode(print))
+    end)
+end)

@@ -1021,7 +1021,8 @@ pub unsafe extern "C-unwind" fn qjson_lua_decode(state: *mut c_void) -> c_int {
 
 /// A `lua_CFunction`: `qjson_lua_encode(value, options, null, array_mt,
 /// empty_array_mt, empty_array, cjson_empty_array)` encodes a plain Lua
-/// value as lua-cjson does and returns the text, or nil and the error
+/// value as lua-cjson does and returns the text (or, given an eighth
+/// argument, the text in pieces and its length), or nil and the error
 /// message, or nothing when the Lua encoder is to encode it (see
 /// [`crate::lua_api::encode`]). Returns nothing as well if the process has
 /// no Lua API to be found.

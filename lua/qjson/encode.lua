@@ -50,6 +50,7 @@ local choice = options.choice
 local ffi_cast = ffi.cast
 local ffi_string = ffi.string
 local table_clear = require("table.clear")
+local new_tab = require("table.new")
 local ffi_istype = ffi.istype
 local type = type
 local next = next
@@ -741,9 +742,29 @@ local function put_top(v)
     end
 end
 
--- Encodes v in reader R's section; returns the text, or nil and the
--- error.
-local function encode_with(v, R)
+-- The longest string of a text encoded in pieces (qjson.encode_pieces):
+-- LuaJIT's allocator maps fresh memory for every object of 128 KB or
+-- more and unmaps it when the object is freed, so each whole text that
+-- large costs page faults for every 4 KB of it (on the AMD EPYC of
+-- docs/benchmarks.md, a fresh 1 MB string took about 0.7 ms and sixteen
+-- of 64 KB about 0.06 ms: "Encode in pieces" in docs/architecture.md).
+-- Pieces under that size come from memory the allocator already holds.
+local PIECE_BYTES = 65536
+
+-- The buffer's text, taken out as strings of at most PIECE_BYTES (an
+-- array of them), and its length.
+local function take_pieces()
+    local n = #buf
+    local pieces = new_tab(math_ceil(n / PIECE_BYTES), 0)
+    for i = 1, math_ceil(n / PIECE_BYTES) do
+        pieces[i] = buf:get(PIECE_BYTES)
+    end
+    return pieces, n
+end
+
+-- Encodes v in reader R's section; returns the text (in pieces and its
+-- length when `pieces` is set), or nil and the error.
+local function encode_with(v, R, pieces)
     buf:reset()
     pending_base, pending_from, pending_to = NOWHERE, 0, 0
     deepest = 0
@@ -761,31 +782,39 @@ local function encode_with(v, R)
         end
         return nil, err
     end
+    if pieces then
+        return take_pieces()
+    end
     local out = buf:tostring()
     buf:reset()
     return out
 end
 
 -- The Lua encoder, with the options of `cfg`: every value, proxies
--- included.
-local function lua_encode(v, cfg)
+-- included. Returns the text, or, with `pieces`, the text in pieces and
+-- its length.
+local function lua_encode(v, cfg, pieces)
     local st, code = proxy_info(v)
     if st and (code == 0 or code == -1) and not has_changes(st) and not cfg.indent then
         -- An untouched whole document is its own text.
-        return st[SRC]
+        local src = st[SRC]
+        if pieces then
+            return { src }, #src
+        end
+        return src
     end
     local R = enter()
     local saved_config = config
     config = cfg
     local out, err
     if R == MAIN then
-        out, err = encode_with(v, R)
+        out, err = encode_with(v, R, pieces)
     else
         -- Inside another encode's section, perhaps: keep its state.
         local saved_buf, saved_reader, saved_deepest = buf, reader, deepest
         local saved_base, saved_from, saved_to = pending_base, pending_from, pending_to
         buf = buffer.new()
-        out, err = encode_with(v, R)
+        out, err = encode_with(v, R, pieces)
         buf, reader, deepest = saved_buf, saved_reader, saved_deepest
         pending_base, pending_from, pending_to = saved_base, saved_from, saved_to
     end
@@ -794,7 +823,7 @@ local function lua_encode(v, cfg)
     if out == nil then
         error(err, 0)
     end
-    return out
+    return out, err
 end
 
 -- Plain values are encoded natively (src/lua_api/encode.rs) when the Lua
@@ -835,15 +864,17 @@ local function encoder(cfg)
     pack_options(cfg)
     local e = {}
 
-    function e.encode(v)
+    -- The text of v; in pieces of at most `piece_bytes` and its length
+    -- when that is given.
+    local function encode_value(v, piece_bytes)
         if c_encode and not cfg.indent then
             local mt = type(v) == "table" and getmetatable(v)
             if not mt or mt == array_mt or mt == empty_array_mt then
                 local out, err = c_encode(v, cfg.native, null, array_mt, empty_array_mt,
-                                          empty_array, cjson_empty_array())
+                                          empty_array, cjson_empty_array(), piece_bytes)
                 if out then
                     native_done = native_done + 1
-                    return out
+                    return out, err
                 elseif err then
                     native_done = native_done + 1
                     error(err, 0)
@@ -851,7 +882,17 @@ local function encoder(cfg)
                 native_declined = native_declined + 1
             end
         end
-        return lua_encode(v, cfg)
+        return lua_encode(v, cfg, piece_bytes)
+    end
+
+    function e.encode(v)
+        return (encode_value(v))
+    end
+
+    -- The text of v as an array of strings of at most 64 KB each (an
+    -- untouched whole document: its source string alone), and its length.
+    function e.encode_pieces(v)
+        return encode_value(v, PIECE_BYTES)
     end
 
     -- For the specs: the Lua encoder alone.
@@ -952,6 +993,7 @@ end
 -- The module's encoder: qjson.encode and its options.
 local default = _M.new_encoder()
 _M.encode = default.encode
+_M.encode_pieces = default.encode_pieces
 _M.lua_encode = default.lua_encode
 for _, name in ipairs(_M.OPTIONS) do
     _M[name] = default[name]

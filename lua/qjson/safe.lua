@@ -28,7 +28,7 @@ local SHARED = { "_VERSION", "null", "kernel", "materialize", "len", "pairs", "i
 -- The safe facade of the qjson module table `q` (the module, or one
 -- made by qjson.new(), whose options it then shares).
 local function wrap(q)
-    local parse, decode, encode = q._parse, q._decode, q.encode
+    local parse, decode, encode, encode_pieces = q._parse, q._decode, q.encode, q.encode_pieces
     local M = { _NAME = "qjson.safe" }
     for _, name in ipairs(SHARED) do
         M[name] = q[name]
@@ -58,6 +58,16 @@ local function wrap(q)
             return nil, out
         end
         return out
+    end
+
+    -- The same for qjson.encode_pieces: the pieces and the length, or
+    -- nil, err.
+    function M.encode_pieces(v)
+        local ok, pieces, len = pcall(encode_pieces, v)
+        if not ok then
+            return nil, pieces
+        end
+        return pieces, len
     end
 
     -- A safe facade over a new qjson instance (cjson.safe.new()).

@@ -76,6 +76,12 @@ const EMPTY_ARRAY: c_int = 6;
 const CJSON_EMPTY_ARRAY: c_int = 7;
 /// The arguments a call must have.
 const ARGUMENTS: c_int = 7;
+/// Optional, after them: the longest string of a result in pieces (see
+/// [`encode`]), at least [`MIN_PIECE_BYTES`].
+const PIECE_BYTES: c_int = 8;
+/// The shortest pieces asked for: a text (below 4 GiB) then has fewer
+/// than 2^22 of them, which a `c_int` index counts.
+const MIN_PIECE_BYTES: f64 = 1024.0;
 
 /// `LUA_T*` of lua.h; LuaJIT's `lua_type` says 10 for cdata.
 const LUA_TNIL: c_int = 0;
@@ -241,16 +247,31 @@ impl Options {
 /// when the Lua encoder is to encode it (see the module docs), including
 /// when the arguments are not what lua/qjson/encode.lua passes.
 ///
+/// With an eighth argument `n` (`qjson.encode_pieces`; nil or 0 is
+/// none), the text comes
+/// back as an array of strings of at most `n` bytes each, in order, and
+/// its length: no Lua string of the whole text is made, and LuaJIT's
+/// allocator maps and unmaps fresh memory for every string of 128 KB or
+/// more (see docs/architecture.md, "Encode in pieces").
+///
 /// # Safety
 /// `state` is the `lua_State` that called the `lua_CFunction` this runs
 /// in, and `api` its API.
 pub unsafe fn encode(api: &Api, state: State) -> c_int {
     // SAFETY: a live state.
     let base = unsafe { (api.gettop)(state) };
-    if base != ARGUMENTS {
-        return 0;
-    }
-    // SAFETY: live state; the indices exist (base == ARGUMENTS).
+    let piece_bytes = match base {
+        ARGUMENTS => None,
+        // SAFETY: live state; the index exists (base == PIECE_BYTES).
+        PIECE_BYTES => match unsafe { (api.tonumber)(state, PIECE_BYTES) } {
+            // nil (or 0): the text as one string.
+            0.0 => None,
+            n if (MIN_PIECE_BYTES..=f64::from(u32::MAX)).contains(&n) => Some(n as usize),
+            _ => return 0,
+        },
+        _ => return 0,
+    };
+    // SAFETY: live state; the indices exist (base >= ARGUMENTS).
     let Some(options) = (unsafe { options(api, state) }) else {
         return 0;
     };
@@ -273,15 +294,29 @@ pub unsafe fn encode(api: &Api, state: State) -> c_int {
     // SAFETY: base is a height the stack had.
     unsafe { (api.settop)(state, base) };
     let results = match walked {
-        Ok(()) => {
+        Ok(()) => match piece_bytes {
             // SAFETY: live state with free slots (the walk's are popped);
             // out is out.len() readable bytes. May run finalizers, which
             // may encode: they find SPARE empty.
-            unsafe {
+            None => unsafe {
                 (api.pushlstring)(state, scratch.out.as_ptr().cast(), scratch.out.len());
-            }
-            1
-        }
+                1
+            },
+            // SAFETY: as above; each piece is popped into the table
+            // before the next is pushed, so two slots are used.
+            Some(n) => unsafe {
+                // Fewer than 2^22 pieces (see MIN_PIECE_BYTES): the
+                // casts to c_int are exact.
+                let pieces = scratch.out.chunks(n);
+                (api.createtable)(state, pieces.len() as c_int, 0);
+                for (i, piece) in pieces.enumerate() {
+                    (api.pushlstring)(state, piece.as_ptr().cast(), piece.len());
+                    (api.rawseti)(state, -2, i as c_int + 1);
+                }
+                (api.pushnumber)(state, scratch.out.len() as f64);
+                2
+            },
+        },
         Err(fault) => match fault.message() {
             Some(message) => {
                 // SAFETY: live state with free slots; message is
