@@ -12,3 +12,4 @@ files["tools/nginx/"] = { std = "+ngx_lua" }
 files["spec/nginx/"] = { std = "+busted+ngx_lua" }
 files["spec/nginx/run.lua"] = { read_globals = { "exit" } }
 files["examples/gateway/"] = { std = "+ngx_lua" }
+files["benches/gateway_steps.lua"] = { std = "+ngx_lua" }
