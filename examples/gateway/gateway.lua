@@ -84,11 +84,10 @@ local CODECS = {
         encode = cjson_safe.encode,
         set_body = function(v)
             local out, err = cjson_safe.encode(v)
-            if not out then
-                return nil, err
+            if out then
+                ngx.req.set_body_data(out)
             end
-            ngx.req.set_body_data(out)
-            return true
+            return out ~= nil, err
         end,
     },
 }
