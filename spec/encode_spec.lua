@@ -369,6 +369,14 @@ describe("qjson.encode_pieces", function()
         assert_pieces({ list = { ("é/\n"):rep(100000), { 1, 2.5, qjson.null } } }, "escapes", true)
     end)
 
+    it("leaves qjson.encode one result on every path", function()
+        local doc = qjson.decode('{"a":[1,2]}')
+        doc.a[3] = 3
+        for _, v in ipairs({ { 1 }, doc, qjson.decode("[1]"), { doc } }) do
+            assert.equal(1, select("#", qjson.encode(v)))
+        end
+    end)
+
     it("gives an untouched document its source, and a changed one in pieces", function()
         local text = helper.chat_request(400000)
         local doc = qjson.decode(text)

@@ -823,7 +823,10 @@ local function lua_encode(v, cfg, pieces)
     if out == nil then
         error(err, 0)
     end
-    return out, err
+    if pieces then
+        return out, err
+    end
+    return out
 end
 
 -- Plain values are encoded natively (src/lua_api/encode.rs) when the Lua
