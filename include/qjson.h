@@ -322,7 +322,7 @@ int qjson_lua_decode(void *L);
    4 empty_table_as_object, 8 a NaN or an infinity is the caller's to
    encode, 16 so is a value of a type JSON lacks); sparse_ratio,
    sparse_safe and max_depth as little-endian uint32. With an eighth
-   argument n (1024 <= n < 2^32; nil or 0 is none) the text comes back as an array of
+   argument n (1024 <= n < 2^32) the text comes back as an array of
    strings of at most n bytes each, in order, followed by its length.
    Resolves the Lua API like qjson_lua_null; returns nothing when the
    process has none. */

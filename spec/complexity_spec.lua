@@ -138,6 +138,22 @@ local PATTERNS = {
       end, 100000, function(s, n)
         assert(#qjson.parse(s):get_str("s") == 3 * n)
     end },
+    -- A string of n * 64 KB whose 64 KB windows differ only at byte 40 000,
+    -- where LuaJIT's string hash does not read: cut into 64 KB pieces of
+    -- one length, each new piece was compared with every one before it.
+    { "qjson.encode_pieces of a string alike in every 64 KB (plain and proxy)", function(n)
+        local window = string.rep("A", 65536)
+        local t = {}
+        for i = 1, n do
+            t[i] = window:sub(1, 39994) .. ("%06d"):format(i) .. window:sub(40001)
+        end
+        return '{"s":"' .. concat(t):sub(7) .. '"}'
+      end, 12, function(s)
+        local plain = qjson.decode(s, { lazy = false })
+        local proxy = qjson.decode(s)
+        proxy.x = 1
+        assert(#qjson.encode_pieces(plain) >= 1 and #qjson.encode_pieces(proxy) >= 1)
+    end },
     { "long digit strings: parse and read", function(n)
         return '[' .. string.rep("1", n) .. ".5e-" .. n .. "]"
       end, 100000, function(s)

@@ -752,12 +752,19 @@ end
 local PIECE_BYTES = 65536
 
 -- The buffer's text, taken out as strings of at most PIECE_BYTES (an
--- array of them), and its length.
+-- array of them), and its length. Piece k (from 0) is PIECE_BYTES - k %
+-- (PIECE_BYTES / 2) bytes long, as the native encoder cuts them
+-- (src/lua_api/encode.rs): pieces of one length whose bytes differ only
+-- where LuaJIT's string hash does not read would share a hash chain, each
+-- compared with all before it, which text from a client can arrange.
+local HALF_PIECE = PIECE_BYTES / 2
 local function take_pieces()
     local n = #buf
-    local pieces = new_tab(math_ceil(n / PIECE_BYTES), 0)
-    for i = 1, math_ceil(n / PIECE_BYTES) do
-        pieces[i] = buf:get(PIECE_BYTES)
+    local pieces = new_tab(math_ceil(n / HALF_PIECE), 0)
+    local k = 0
+    while #buf > 0 do
+        k = k + 1
+        pieces[k] = buf:get(PIECE_BYTES - (k - 1) % HALF_PIECE)
     end
     return pieces, n
 end

@@ -7,16 +7,19 @@ local qjson = require("qjson")
 local ipairs = ipairs
 local pcall = pcall
 
+-- pcall's results as a safe function returns them: the call's results,
+-- or nil and the error.
+local function results(ok, ...)
+    if not ok then
+        return nil, (...)
+    end
+    return ...
+end
+
 -- An option function that returns nil, err for a bad value instead of
 -- raising. The message has no position: the error is raised at level 2,
 -- which is pcall here.
 local function safe_option(set)
-    local function results(ok, ...)
-        if not ok then
-            return nil, (...)
-        end
-        return ...
-    end
     return function(...)
         return results(pcall(set, ...))
     end
@@ -53,21 +56,13 @@ local function wrap(q)
     -- Returns nil, err where qjson.encode raises (unsupported values, NaN,
     -- excessive nesting), like cjson.safe.encode.
     function M.encode(v)
-        local ok, out = pcall(encode, v)
-        if not ok then
-            return nil, out
-        end
-        return out
+        return results(pcall(encode, v))
     end
 
     -- The same for qjson.encode_pieces: the pieces and the length, or
     -- nil, err.
     function M.encode_pieces(v)
-        local ok, pieces, len = pcall(encode_pieces, v)
-        if not ok then
-            return nil, pieces
-        end
-        return pieces, len
+        return results(pcall(encode_pieces, v))
     end
 
     -- A safe facade over a new qjson instance (cjson.safe.new()).

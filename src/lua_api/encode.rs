@@ -80,7 +80,8 @@ const ARGUMENTS: c_int = 7;
 /// [`encode`]), at least [`MIN_PIECE_BYTES`].
 const PIECE_BYTES: c_int = 8;
 /// The shortest pieces asked for: a text (below 4 GiB) then has fewer
-/// than 2^22 of them, which a `c_int` index counts.
+/// than 2^23 of them (each at least half of it), which a `c_int` index
+/// counts.
 const MIN_PIECE_BYTES: f64 = 1024.0;
 
 /// `LUA_T*` of lua.h; LuaJIT's `lua_type` says 10 for cdata.
@@ -247,12 +248,15 @@ impl Options {
 /// when the Lua encoder is to encode it (see the module docs), including
 /// when the arguments are not what lua/qjson/encode.lua passes.
 ///
-/// With an eighth argument `n` (`qjson.encode_pieces`; nil or 0 is
-/// none), the text comes
+/// With an eighth argument `n` (`qjson.encode_pieces`), the text comes
 /// back as an array of strings of at most `n` bytes each, in order, and
 /// its length: no Lua string of the whole text is made, and LuaJIT's
 /// allocator maps and unmaps fresh memory for every string of 128 KB or
-/// more (see docs/architecture.md, "Encode in pieces").
+/// more (see docs/architecture.md, "Encode in pieces"). Piece `k` (from
+/// 0) is `n - k % (n / 2)` bytes long (the last one shorter), as the Lua
+/// encoder cuts them: pieces of one length whose bytes differ only where
+/// LuaJIT's string hash does not read would share a hash chain, each
+/// compared with all before it, which text from a client can arrange.
 ///
 /// # Safety
 /// `state` is the `lua_State` that called the `lua_CFunction` this runs
@@ -264,8 +268,6 @@ pub unsafe fn encode(api: &Api, state: State) -> c_int {
         ARGUMENTS => None,
         // SAFETY: live state; the index exists (base == PIECE_BYTES).
         PIECE_BYTES => match unsafe { (api.tonumber)(state, PIECE_BYTES) } {
-            // nil (or 0): the text as one string.
-            0.0 => None,
             n if (MIN_PIECE_BYTES..=f64::from(u32::MAX)).contains(&n) => Some(n as usize),
             _ => return 0,
         },
@@ -305,13 +307,17 @@ pub unsafe fn encode(api: &Api, state: State) -> c_int {
             // SAFETY: as above; each piece is popped into the table
             // before the next is pushed, so two slots are used.
             Some(n) => unsafe {
-                // Fewer than 2^22 pieces (see MIN_PIECE_BYTES): the
+                // Fewer than 2^23 pieces (see MIN_PIECE_BYTES): the
                 // casts to c_int are exact.
-                let pieces = scratch.out.chunks(n);
-                (api.createtable)(state, pieces.len() as c_int, 0);
-                for (i, piece) in pieces.enumerate() {
+                let out = &scratch.out;
+                (api.createtable)(state, out.len().div_ceil(n / 2) as c_int, 0);
+                let (mut at, mut k) = (0, 0);
+                while at < out.len() {
+                    let piece = &out[at..out.len().min(at + n - k % (n / 2))];
                     (api.pushlstring)(state, piece.as_ptr().cast(), piece.len());
-                    (api.rawseti)(state, -2, i as c_int + 1);
+                    k += 1;
+                    (api.rawseti)(state, -2, k as c_int);
+                    at += piece.len();
                 }
                 (api.pushnumber)(state, scratch.out.len() as f64);
                 2
