@@ -287,6 +287,36 @@ int qjson_spans(qjson_doc *doc, uint32_t cursor, int keys, qjson_reader *reader)
    reader->count. One pass over the document up to the last cursor. */
 int qjson_depths(qjson_doc *doc, const uint32_t *cursors, size_t count, qjson_reader *reader);
 
+/* Eager decode of a small text by shape: qjson_decode_shaped returns the
+   id (from 1) of the text's shape in `shapes`, the same id for every text
+   of that shape, and leaves its numbers and strings in `out` in document
+   order; 0 when the caller should decode the text another way (longer
+   than QJSON_SHAPED_MAX_BYTES, more than 64 strings or numbers, invalid,
+   or of a shape past the 32 a registry gives ids to). The shape: "{"
+   "}" "[" "]" around containers, "k", a length byte and the decoded key
+   before each member's value, "s" string, "n" number, "t" true, "f"
+   false, "z" null. The strings point into the text or into memory of the
+   thread's, alive until its next call; the shape lives as long as the
+   registry, which one thread uses at a time. */
+enum {
+    QJSON_SHAPED_MAX_BYTES = 4096
+};
+
+typedef struct qjson_shapes qjson_shapes;
+
+typedef struct qjson_shaped {
+    double number[64];
+    const char *string[64];
+    uint32_t string_len[64];
+    const char *shape;
+    uint32_t shape_len;
+} qjson_shaped;
+
+qjson_shapes *qjson_shapes_new(void);
+void qjson_shapes_free(qjson_shapes *shapes);
+uint32_t qjson_decode_shaped(const char *json, size_t len, const qjson_options *options,
+                             qjson_shapes *shapes, qjson_shaped *out);
+
 /* Escapes a prefix of src[0..len) into dst[0..cap) as the contents of a
    JSON string, byte for byte as lua-cjson does (\/ only when escape_slash
    is non-zero); stops before an escape that would not fit. Returns the

@@ -13,6 +13,7 @@ local doc = require("qjson.doc")
 local lazy = require("qjson.lazy")
 local encode = require("qjson.encode")
 local options = require("qjson.options")
+local shapes = require("qjson.shapes")
 
 local C = qffi.C
 local enter = qffi.enter
@@ -69,9 +70,21 @@ local function new_config()
         duplicate_keys = "last",
         mark_arrays = false,
         lazy = true,
+        shapes = ffi.gc(C.qjson_shapes_new(), C.qjson_shapes_free),
+        shape_builders = {},
+        marked_shape_builders = {},
     }
 end
 local main_options = ffi.new("qjson_options")
+
+-- Eager decode by shape (lua/qjson/shapes.lua) fills this out-cell, read
+-- in the main section (see lua/qjson/ffi.lua): a decode that a finalizer
+-- or hook starts while another builds takes the C API path, as the
+-- out-cell and the thread's decoded strings are the first one's until it
+-- is done. Each config has its own registry of shape ids and the
+-- functions made for them (arrays unmarked, and all marked).
+local shaped = ffi.new("qjson_shaped")
+local SHAPED_MAX_BYTES = C.QJSON_SHAPED_MAX_BYTES
 
 -- Checks one option value; returns the converted value or nil, message.
 local checks = {
@@ -222,6 +235,25 @@ local function decode(cfg, text, opts)
                 if not o then
                     return nil, err, MISUSE
                 end
+            end
+            if not others and #text <= SHAPED_MAX_BYTES then
+                local R = enter()
+                local id = R == qffi.main
+                           and C.qjson_decode_shaped(text, #text, default_options, cfg.shapes,
+                                                     shaped)
+                           or 0
+                if id ~= 0 then
+                    local builders = arrays_mt and cfg.marked_shape_builders or cfg.shape_builders
+                    local build = builders[id]
+                    if build == nil then
+                        build = shapes.compile(shaped, null, empty_array_mt, arrays_mt)
+                        builders[id] = build
+                    end
+                    local v = build(shaped)
+                    leave(R)
+                    return v
+                end
+                leave(R)
             end
             local v, message = c_decode(text, max_depth, duplicate_keys, null, empty_array_mt,
                                         arrays_mt)

@@ -423,6 +423,26 @@ describe("JIT compilation of the getters", function()
         assert.equal(0, bad)
     end)
 
+    it("eager decode of small documents by shape, tables kept", function()
+        -- lua/qjson/shapes.lua: the native walk, the function made for
+        -- the shape, its constructors and ffi.string, inlined into the
+        -- loop; two shapes in turn (the second through a side trace).
+        local SSE = '{"id":"c1","choices":[{"index":0,"delta":{"content":"Hi\\n"},'
+                    .. '"finish_reason":null}],"usage":null}'
+        local eager, kept, bad = { lazy = false }, {}, 0
+        assert_compiles(function()
+            for i = 1, ITERATIONS do
+                local t = qjson.decode(i % 4 == 0 and SSE or TOOL_CALL, eager)
+                kept[i % 8 + 1] = t
+                local n = t.order_id and #t.order_id + t.options.max_items
+                          or #t.choices[1].delta.content + 29
+                if n ~= 32 then bad = bad + 1 end
+            end
+        end)
+        assert.equal(0, bad)
+        assert.equal(8, #kept)
+    end)
+
     it("decode of small documents across collection cycles", function()
         -- The first parse after each cycle sweeps dead documents: a
         -- branch of every parse, taken once a cycle, whose side trace is

@@ -12,6 +12,7 @@ use core::ptr;
 use std::panic::catch_unwind;
 
 use crate::document::{Document, pool, small};
+use crate::eager;
 use crate::error::{Error, ErrorCode};
 use crate::escape;
 use crate::lua_api;
@@ -1001,6 +1002,73 @@ pub unsafe extern "C-unwind" fn qjson_lua_null(state: *mut c_void) -> c_int {
     1
 }
 
+/// `qjson_shaped` of the header.
+#[allow(non_camel_case_types)]
+pub type qjson_shaped = eager::shape::Shaped;
+
+/// `qjson_shapes` of the header (opaque).
+#[allow(non_camel_case_types)]
+pub type qjson_shapes = eager::shape::Shapes;
+
+/// A new registry of shape ids, or NULL when out of memory.
+#[unsafe(no_mangle)]
+pub extern "C" fn qjson_shapes_new() -> *mut qjson_shapes {
+    catch_unwind(|| Box::into_raw(Box::<qjson_shapes>::default())).unwrap_or(ptr::null_mut())
+}
+
+/// Frees a registry from `qjson_shapes_new` (NULL is ignored).
+///
+/// # Safety
+/// `shapes` is NULL or from `qjson_shapes_new`, not freed before.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_shapes_free(shapes: *mut qjson_shapes) {
+    if !shapes.is_null() {
+        // SAFETY: from Box::into_raw in qjson_shapes_new, freed once.
+        drop(unsafe { Box::from_raw(shapes) });
+    }
+}
+
+/// Eager decode of a small text by shape (see [`eager::shape`]): returns
+/// the id of the text's shape in `shapes` with its values and the shape
+/// in `out`, or 0 when the caller should decode it another way
+/// (`qjson_lua_decode`, which reports errors).
+///
+/// # Safety
+/// `json` is valid for reads of `len` bytes, `options` is valid, `shapes`
+/// is a live registry no other thread uses meanwhile, `out` is valid for
+/// writes; the strings `out` points to live until the text is freed or
+/// this thread's next call, the shape as long as the registry.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_decode_shaped(
+    json: *const c_char,
+    len: usize,
+    options: *const qjson_options,
+    shapes: *mut qjson_shapes,
+    out: *mut qjson_shaped,
+) -> u32 {
+    // SAFETY: each is NULL or valid, and `shapes` and `out` are the
+    // caller's alone during the call (its guarantees).
+    let (Some(options), Some(shapes), Some(out)) = (
+        unsafe { options.as_ref() },
+        unsafe { shapes.as_mut() },
+        unsafe { out.as_mut() },
+    ) else {
+        return 0;
+    };
+    let Some(opts) = convert_options(options) else {
+        return 0;
+    };
+    if json.is_null() {
+        return 0;
+    }
+    // SAFETY: json is valid for len bytes (the caller's guarantee).
+    let input = unsafe { core::slice::from_raw_parts(json.cast::<u8>(), len) };
+    catch_unwind(AssertUnwindSafe(|| {
+        eager::shape::decode(input, &opts, shapes, out)
+    }))
+    .unwrap_or(0)
+}
+
 /// A `lua_CFunction`: `qjson_lua_decode(text, max_depth, duplicate_keys,
 /// null, empty_array_mt)` decodes `text` into plain Lua tables (eager
 /// decode) and returns the value, or nil and the error message, or nil
@@ -1099,5 +1167,16 @@ mod tests {
             SMALL_TAG < align_of::<Document>().min(align_of::<small::Block>()),
             "no document's handle has the tag, every block's address takes it"
         );
+    }
+
+    #[test]
+    fn the_header_says_what_decodes_by_shape() {
+        use eager::shape::{MAX_SHAPES, MAX_TEXT_BYTES, MAX_VALUES};
+        assert!(HEADER.contains(&format!("QJSON_SHAPED_MAX_BYTES = {MAX_TEXT_BYTES}\n")));
+        for field in ["double number", "const char *string", "uint32_t string_len"] {
+            assert!(HEADER.contains(&format!("    {field}[{MAX_VALUES}];\n")));
+        }
+        assert!(HEADER.contains(&format!("more than {MAX_VALUES} strings or numbers")));
+        assert!(HEADER.contains(&format!("past the {MAX_SHAPES} a registry")));
     }
 }

@@ -43,6 +43,7 @@
 //! [`DuplicateKeys::Error`]: crate::validate::DuplicateKeys::Error
 
 mod bytes;
+pub mod shape;
 mod walk;
 
 use crate::validate::Options;
