@@ -70,9 +70,6 @@ local function new_config()
         duplicate_keys = "last",
         mark_arrays = false,
         lazy = true,
-        shapes = ffi.gc(C.qjson_shapes_new(), C.qjson_shapes_free),
-        shape_builders = {},
-        marked_shape_builders = {},
     }
 end
 local main_options = ffi.new("qjson_options")
@@ -81,10 +78,21 @@ local main_options = ffi.new("qjson_options")
 -- in the main section (see lua/qjson/ffi.lua): a decode that a finalizer
 -- or hook starts while another builds takes the C API path, as the
 -- out-cell and the thread's decoded strings are the first one's until it
--- is done. Each config has its own registry of shape ids and the
--- functions made for them (arrays unmarked, and all marked).
+-- is done. One registry of shape ids for the Lua state, and the
+-- functions made for them (arrays unmarked, and all marked), shared by
+-- every instance: an instance made per request must not make its
+-- functions again, and the registry's budget bounds what any input can
+-- make in the state.
 local shaped = ffi.new("qjson_shaped")
 local SHAPED_MAX_BYTES = C.QJSON_SHAPED_MAX_BYTES
+local shape_registry, shape_builders, marked_shape_builders
+
+-- A registry with every id free (at load, and for specs: `_reset_shapes`).
+local function reset_shapes()
+    shape_registry = ffi.gc(C.qjson_shapes_new(), C.qjson_shapes_free)
+    shape_builders, marked_shape_builders = {}, {}
+end
+reset_shapes()
 
 -- Checks one option value; returns the converted value or nil, message.
 local checks = {
@@ -239,11 +247,11 @@ local function decode(cfg, text, opts)
             if not others and #text <= SHAPED_MAX_BYTES then
                 local R = enter()
                 local id = R == qffi.main
-                           and C.qjson_decode_shaped(text, #text, default_options, cfg.shapes,
+                           and C.qjson_decode_shaped(text, #text, default_options, shape_registry,
                                                      shaped)
                            or 0
                 if id ~= 0 then
-                    local builders = arrays_mt and cfg.marked_shape_builders or cfg.shape_builders
+                    local builders = arrays_mt and marked_shape_builders or shape_builders
                     local build = builders[id]
                     if build == nil then
                         build = shapes.compile(shaped, null, empty_array_mt, arrays_mt)
@@ -380,6 +388,9 @@ function instance(cfg, enc)
         end
         return v
     end
+
+    -- For specs: a registry of shape ids with every id free again.
+    M._reset_shapes = reset_shapes
 
     -- Used by qjson.safe and qjson.sse.
     function M._parse(text, opts, safe, fname, from, len)

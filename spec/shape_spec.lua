@@ -65,12 +65,11 @@ describe("eager decode by shape", function()
     it("builds what the C API path builds, for random small texts", function()
         local taken, checked = 0, 0
         for _ = 1, ROUNDS do
-            -- An instance has a registry of its own: 30 texts stay
-            -- within the 32 ids it gives out.
-            local q = qjson.new()
+            -- 30 texts stay within the 32 ids a registry gives out.
+            qjson._reset_shapes()
             for _ = 1, 30 do
                 local text = gen.write_json(gen.random_node(4))
-                local ok, v = pcall(q.decode, text, EAGER)
+                local ok, v = pcall(qjson.decode, text, EAGER)
                 assert(ok, v)
                 assert(identical(v, via_c_api(text)))
                 if by_shape(text) then taken = taken + 1 end
@@ -81,6 +80,7 @@ describe("eager decode by shape", function()
     end)
 
     it("marks every array under decode_array_with_array_mt", function()
+        qjson._reset_shapes()
         local q = qjson.new()
         q.decode_array_with_array_mt(true)
         for _ = 1, 30 do
@@ -95,7 +95,8 @@ describe("eager decode by shape", function()
     end)
 
     it("carries every value of one shape, its function made once", function()
-        local q = qjson.new()
+        qjson._reset_shapes()
+        local q = qjson
         local values = { '"plain"', '""', '"tab\\tquote\\"\\u0000nul"', '"\\u00e9\\ud83d\\ude00"',
                          '"caf\195\169"', "0", "-0", "1e400", "-1e400", "123456789012345678",
                          "2.5e-3", "-7" }
@@ -149,8 +150,9 @@ describe("eager decode by shape", function()
                          "qjson: nesting too deep at byte 1")
     end)
 
-    it("decodes every shape past the ids an instance gives out the other way", function()
-        local q = qjson.new()
+    it("decodes every shape past the ids the registry gives out the other way", function()
+        qjson._reset_shapes()
+        local q = qjson
         for i = 1, 300 do
             local text = '{"key' .. i .. '":[' .. i .. ',"v"]}'
             local v = q.decode(text, EAGER)
@@ -159,6 +161,30 @@ describe("eager decode by shape", function()
         end
         -- The first shapes keep their functions.
         assert.equal(7, q.decode('{"key1":[7,"w"]}', EAGER).key1[1])
+    end)
+
+    it("makes a shape's function once for every instance", function()
+        qjson._reset_shapes()
+        local text = '{"shared":["by",1,"instance"]}'
+        assert.same({ "by", 1, "instance" }, qjson.decode(text, EAGER).shared)
+        local compile, made = shapes.compile, 0
+        shapes.compile = function(...)
+            made = made + 1
+            return compile(...)
+        end
+        local ok, err = pcall(function()
+            for _, q in ipairs({ qjson.new(), require("qjson.safe").new(), qjson }) do
+                assert.same({ "by", 2, "instance" },
+                            q.decode('{"shared":["by",2,"instance"]}', EAGER).shared)
+            end
+            assert.equal(0, made)
+            -- A new shape is made once, whichever instance meets it.
+            qjson.new().decode('{"other":1}', EAGER)
+            qjson.decode('{"other":2}', EAGER)
+            assert.equal(1, made)
+        end)
+        shapes.compile = compile
+        assert(ok, err)
     end)
 
     it("gives a decode that a finalizer starts while another builds the C API path", function()
@@ -188,7 +214,7 @@ describe("eager decode by shape", function()
     it("gives a decode that a hook starts while another builds the C API path", function()
         -- A count hook re-enters at every k-th VM instruction of a decode
         -- by shape, between the native call and the end of the build
-        -- (and while the shape's function is made, for a new instance):
+        -- (and while the shape's function is made, the first time):
         -- the inner decodes must not take the out-cell the outer reads.
         local outer = '{"a":"main value \\u00e9","n":42,"list":[{"b":"first\\t"},'
                       .. '{"b":"second\\t"}],"obj":{"p":1,"q":"\\u0051","r":[true,false,null]}}'
@@ -198,7 +224,8 @@ describe("eager decode by shape", function()
         local was_on = jit.status()
         jit.off()
         for k = 1, 40 do
-            local q = qjson.new()
+            qjson._reset_shapes()
+            local q = qjson
             for _ = 1, 2 do
                 debug.sethook(function()
                     if not qffi.idle() then

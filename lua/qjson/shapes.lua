@@ -6,10 +6,10 @@
 -- key of every document.
 --
 -- One function per shape id and way of marking arrays, made the first
--- time a decoder meets the id (15-35 us, benches/shapes.lua); each
--- decoder's registry gives out at most 32 ids, so at most that many are
--- made, whatever the input, and a text of any other shape is decoded
--- through the C API.
+-- time the id is met (15-35 us, benches/shapes.lua); the Lua state's
+-- registry (lua/qjson.lua) gives out at most 32 ids, so at most twice
+-- that many are made, whatever the input, and a text of any other shape
+-- is decoded through the C API.
 
 local ffi = require("ffi")
 

@@ -23,12 +23,12 @@
 //! go to [`Shaped`], in document order, strings as pointers into the
 //! text (or into a per-thread arena when they had escapes).
 //!
-//! **Shape ids** are given out by a registry ([`Shapes`], one per
-//! decoder), at most [`MAX_SHAPES`] of them, never taken back; a text of
-//! a shape that gets no id is decoded the other way. So what a client
-//! sends can make at most that many functions per decoder, whatever it
-//! sends: a shape past the budget costs a walk given up, not a
-//! compilation.
+//! **Shape ids** are given out by a registry ([`Shapes`], one per Lua
+//! state: lua/qjson.lua shares it between instances), at most
+//! [`MAX_SHAPES`] of them, never taken back; a text of a shape that gets
+//! no id is decoded the other way. So clients can make at most that many
+//! functions (per way of marking arrays) whatever they send: a shape
+//! past the budget costs a walk that found no id, not a compilation.
 //!
 //! The walk is the same as eager decode's ([`super::walk`]); a text it
 //! refuses, or one larger than these limits, gets 0 and is decoded by
@@ -203,9 +203,8 @@ impl Stack for ShapeSink<'_> {
 }
 
 /// Shape ids, from 1: each names one shape for the life of the
-/// registry, at most [`MAX_SHAPES`] of them, never taken back. One per
-/// decoder (a `qjson.new()` instance and the module's own), used by one
-/// thread at a time.
+/// registry, at most [`MAX_SHAPES`] of them, never taken back. Used by
+/// one thread at a time.
 #[derive(Debug)]
 pub struct Shapes {
     /// Shape `id` is `shapes[id - 1]`.
