@@ -19,6 +19,8 @@ local format = string.format
 local gsub = string.gsub
 local concat = table.concat
 local load = load
+local assert = assert
+local tostring = tostring
 local error = error
 local setmetatable = setmetatable
 local ffi_string = ffi.string
@@ -115,7 +117,7 @@ local _M = {}
 -- qjson_shaped just filled), arrays marked with `array_mt` when given.
 function _M.compile(out, null, empty_array_mt, array_mt)
     local shape = ffi_string(out.shape, out.shape_len)
-    local chunk = load(source(shape, array_mt ~= nil), "=qjson shape")
+    local chunk = assert(load(source(shape, array_mt ~= nil), "=qjson shape"))
     return chunk(ffi_string, null, empty_array_mt, array_mt, setmetatable)
 end
 
