@@ -7,10 +7,13 @@
 //! builds is the document `qjson_tape` describes: every value, every
 //! member in order (repeats included), numbers bit for bit, and that a
 //! chunk it calls distinct repeats no key. The sink keeps its values on a
-//! stack as the Lua one does, containers taking theirs in chunks.
+//! stack as the Lua one does, containers taking theirs in chunks. Then
+//! that decode by shape (`qjson::eager::shape`) refuses what the walk
+//! refuses, and that a shape and values it gives describe that document.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use qjson::eager::shape::{self, Shaped, Shapes};
 use qjson::eager::{self, Flow, Outcome, Scratch, Stack, Stop};
 use qjson::navigate::ValueType;
 use qjson_fuzz::{Doc, Tape, options, take};
@@ -133,6 +136,62 @@ fn flatten(v: &V, out: &mut Vec<Tape>) {
     }
 }
 
+/// Appends to `tape` the value at `at` in `shape`, whose strings and
+/// numbers `out` holds from `strings` and `numbers` on; moves all three
+/// past it.
+fn shape_tape(
+    shape: &[u8],
+    out: &Shaped,
+    at: &mut usize,
+    (strings, numbers): (&mut usize, &mut usize),
+    tape: &mut Vec<Tape>,
+) {
+    let b = shape[*at];
+    *at += 1;
+    let leaf = |t: ValueType| Tape::Node(t as i32, 0);
+    match b {
+        b's' => {
+            // SAFETY: string `strings` of the decode that filled `out`,
+            // the last on this thread, whose text is alive.
+            let s = unsafe {
+                core::slice::from_raw_parts(out.string[*strings], out.string_len[*strings] as usize)
+            };
+            tape.push(Tape::Str(s.to_vec()));
+            *strings += 1;
+        }
+        b'n' => {
+            tape.push(Tape::Number(out.number[*numbers].to_bits()));
+            *numbers += 1;
+        }
+        b't' => tape.push(leaf(ValueType::True)),
+        b'f' => tape.push(leaf(ValueType::False)),
+        b'z' => tape.push(leaf(ValueType::Null)),
+        b'{' | b'[' => {
+            let (kind, close) = if b == b'{' {
+                (ValueType::Object, b'}')
+            } else {
+                (ValueType::Array, b']')
+            };
+            let node = tape.len();
+            tape.push(Tape::Node(kind as i32, 0));
+            let mut count = 0;
+            while shape[*at] != close {
+                if b == b'{' {
+                    assert_eq!(shape[*at], b'k', "a member without its key");
+                    let len = usize::from(shape[*at + 1]);
+                    tape.push(Tape::Str(shape[*at + 2..*at + 2 + len].to_vec()));
+                    *at += 2 + len;
+                }
+                shape_tape(shape, out, at, (&mut *strings, &mut *numbers), tape);
+                count += 1;
+            }
+            *at += 1;
+            tape[node] = Tape::Node(kind as i32, count);
+        }
+        _ => panic!("byte {b} in a shape"),
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some(([policy, depth], text)) = take::<2>(data) else {
         return;
@@ -143,14 +202,34 @@ fuzz_target!(|data: &[u8]| {
         stack: Vec::new(),
     };
     let outcome = eager::decode(text, &opts, &mut Scratch::default(), &mut sink);
+    let (mut shapes, mut out) = (Shapes::default(), Box::<Shaped>::default());
+    let id = shape::decode(text, &opts, &mut shapes, &mut out);
     match (outcome, Doc::parse(text, depth, policy)) {
         (Outcome::Done, Ok(mut doc)) => {
             assert_eq!(sink.stack.len(), 1, "one value left");
             let mut got = Vec::new();
             flatten(&sink.stack[0], &mut got);
-            assert_eq!(got, doc.tape(0).expect("the root's tape"), "values differ");
+            let want = doc.tape(0).expect("the root's tape");
+            assert_eq!(got, want, "values differ");
+            if id != 0 {
+                // SAFETY: the shape of a decode that gave an id, alive
+                // with its registry (`shapes`).
+                let shape =
+                    unsafe { core::slice::from_raw_parts(out.shape, out.shape_len as usize) };
+                let (mut at, mut strings, mut numbers) = (0, 0, 0);
+                let mut by_shape = Vec::new();
+                shape_tape(
+                    shape,
+                    &out,
+                    &mut at,
+                    (&mut strings, &mut numbers),
+                    &mut by_shape,
+                );
+                assert_eq!(at, shape.len(), "bytes left in the shape");
+                assert_eq!(by_shape, want, "the shape's values differ");
+            }
         }
-        (Outcome::Invalid, Err(_)) => {}
+        (Outcome::Invalid, Err(_)) => assert_eq!(id, 0, "a shape of an invalid text"),
         (outcome, parsed) => panic!("eager {outcome:?}, parse {:?}", parsed.map(drop)),
     }
 });

@@ -77,6 +77,19 @@ pub struct Shaped {
     pub shape_len: u32,
 }
 
+impl Default for Shaped {
+    /// No values, no shape.
+    fn default() -> Shaped {
+        Shaped {
+            number: [0.0; MAX_VALUES],
+            string: [core::ptr::null(); MAX_VALUES],
+            string_len: [0; MAX_VALUES],
+            shape: core::ptr::null(),
+            shape_len: 0,
+        }
+    }
+}
+
 /// A decode's working memory, kept per thread.
 #[derive(Default)]
 struct Scratch {
@@ -309,13 +322,7 @@ mod tests {
     use super::*;
 
     fn shaped() -> Box<Shaped> {
-        Box::new(Shaped {
-            number: [0.0; MAX_VALUES],
-            string: [core::ptr::null(); MAX_VALUES],
-            string_len: [0; MAX_VALUES],
-            shape: core::ptr::null(),
-            shape_len: 0,
-        })
+        Box::default()
     }
 
     fn shape_of(out: &Shaped) -> &[u8] {
