@@ -215,8 +215,10 @@ local function decode(cfg, text, opts)
     if lazy_option == false then
         local arrays_mt = cfg.mark_arrays and array_mt or nil
         if c_decode and type(text) == "string" then
-            -- Built by the native side with the Lua C API; nil alone means
-            -- "not this way" (nesting deeper than the Lua stack allows).
+            -- A small text of a known shape is built by that shape's
+            -- function (lua/qjson/shapes.lua); any other by the native
+            -- side with the Lua C API, where nil alone means "not this
+            -- way" (nesting deeper than the Lua stack allows).
             -- No options but `lazy` (`{ lazy = false }`, the usual table,
             -- or none under decode_lazy(false)) need no checks.
             local default_options = cfg.options

@@ -71,7 +71,7 @@ pub struct Shaped {
     pub string_len: [u32; MAX_VALUES],
     /// The text's shape (see the module docs), for the Lua side to build
     /// its function the first time it meets the id; alive as long as the
-    /// process.
+    /// registry that gave the id.
     pub shape: *const u8,
     /// The shape's length.
     pub shape_len: u32,
@@ -279,10 +279,9 @@ impl Shapes {
 }
 
 /// Decodes `src` into `out` by shape: returns the shape's id in `shapes`
-/// (from 1),
-/// with `out` holding its values and the shape; or 0 when the text is to
-/// be decoded the other way (invalid, larger than the limits above, or
-/// of a shape that got no id).
+/// (from 1), with `out` holding its values and the shape; or 0 when the
+/// text is to be decoded the other way (invalid, larger than the limits
+/// above, or of a shape that got no id).
 pub fn decode(src: &[u8], opts: &Options, shapes: &mut Shapes, out: &mut Shaped) -> u32 {
     if src.len() > MAX_TEXT_BYTES {
         return 0;
