@@ -59,6 +59,18 @@ local type = type
 local pairs = pairs
 local ipairs = ipairs
 
+local _M = {}
+
+-- Makes the request body the strings of `pieces` in order, `len` bytes in
+-- all (what qjson.encode_pieces returns), with no Lua string of the whole.
+function _M.set_body_pieces(pieces, len)
+    ngx.req.init_body(len)
+    for i = 1, #pieces do
+        ngx.req.append_body(pieces[i])
+    end
+    ngx.req.finish_body()
+end
+
 local CODECS = {
     qjson = {
         decode = function(text)
@@ -71,11 +83,7 @@ local CODECS = {
             if not pieces then
                 return nil, len
             end
-            ngx.req.init_body(len)
-            for i = 1, #pieces do
-                ngx.req.append_body(pieces[i])
-            end
-            ngx.req.finish_body()
+            _M.set_body_pieces(pieces, len)
             return true
         end,
     },
@@ -93,8 +101,6 @@ local CODECS = {
 }
 
 local conf = { models = {}, routes = {}, max_tokens = math.huge }
-
-local _M = {}
 
 -- Sets the policy (see the header). Call from init_by_lua.
 function _M.configure(opts)
