@@ -39,23 +39,32 @@ _M.difference = difference
 
 -- Deep equality of decoded values: numbers compared with ==, metatables
 -- ignored, and each value first passed through `normalize` when given (so
--- that a spec's own placeholders compare equal to null). Returns true, or
--- false and where the values differ.
-local function deep_equal(a, b, normalize, path)
-    path = path or "$"
+-- that a spec's own placeholders compare equal to null). With `strict`,
+-- also the same metatable on every pair of tables and the same sign of
+-- every zero (`identical` below). Returns true, or false and where the
+-- values differ.
+local function equal(a, b, normalize, strict, path)
     if normalize then
         a, b = normalize(a), normalize(b)
     end
-    if a == b then return true end
+    if a == b then
+        if strict and a == 0 and 1 / a ~= 1 / b then
+            return false, path .. ": 0 and -0"
+        end
+        return true
+    end
     if type(a) ~= "table" or type(b) ~= "table" then
         return false, path .. ": " .. show(a) .. " ~= " .. show(b)
+    end
+    if strict and getmetatable(a) ~= getmetatable(b) then
+        return false, path .. ": metatables differ"
     end
     for k, v in next, a do
         local w = rawget(b, k)
         if w == nil then
             return false, path .. ": key " .. show(k) .. " only on the left"
         end
-        local ok, where = deep_equal(v, w, normalize, path .. "[" .. show(k) .. "]")
+        local ok, where = equal(v, w, normalize, strict, path .. "[" .. show(k) .. "]")
         if not ok then return false, where end
     end
     for k in next, b do
@@ -65,7 +74,16 @@ local function deep_equal(a, b, normalize, path)
     end
     return true
 end
-_M.deep_equal = deep_equal
+
+function _M.deep_equal(a, b, normalize, path)
+    return equal(a, b, normalize, false, path or "$")
+end
+
+-- Whether two decoded values are the same down to their metatables and
+-- the sign of zero (what two decoders of one text must agree on).
+function _M.identical(a, b)
+    return equal(a, b, nil, true, "$")
+end
 
 -- Pieces random strings are made of: ASCII, every control byte, the
 -- escaped characters, UTF-8 of 2 to 4 bytes, DEL, and raw bytes >= 0x80.

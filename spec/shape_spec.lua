@@ -35,31 +35,7 @@ local function by_shape(text)
     return C.qjson_decode_shaped(text, #text, default_options, registry, out) ~= 0
 end
 
--- Equality of decoded values, stricter than gen.deep_equal: the same
--- metatables, numbers alike to the last bit (-0 is not 0).
-local function identical(a, b, path)
-    path = path or "$"
-    if type(a) ~= type(b) then
-        return false, path .. ": " .. type(a) .. " ~= " .. type(b)
-    elseif type(a) == "number" then
-        local same = string.format("%.17g", a) == string.format("%.17g", b)
-                     and (a ~= 0 or 1 / a == 1 / b)
-        return same, path .. ": " .. tostring(a) .. " ~= " .. tostring(b)
-    elseif type(a) ~= "table" then
-        return a == b, path .. ": " .. tostring(a) .. " ~= " .. tostring(b)
-    end
-    if getmetatable(a) ~= getmetatable(b) then
-        return false, path .. ": metatables differ"
-    end
-    for k, v in next, a do
-        local ok, where = identical(v, rawget(b, k), path .. "[" .. gen.show(k) .. "]")
-        if not ok then return false, where end
-    end
-    for k in next, b do
-        if rawget(a, k) == nil then return false, path .. ": key " .. gen.show(k) .. " missing" end
-    end
-    return true
-end
+local identical = gen.identical
 
 describe("eager decode by shape", function()
     it("builds what the C API path builds, for random small texts", function()
@@ -96,7 +72,6 @@ describe("eager decode by shape", function()
 
     it("carries every value of one shape, its function made once", function()
         qjson._reset_shapes()
-        local q = qjson
         local values = { '"plain"', '""', '"tab\\tquote\\"\\u0000nul"', '"\\u00e9\\ud83d\\ude00"',
                          '"caf\195\169"', "0", "-0", "1e400", "-1e400", "123456789012345678",
                          "2.5e-3", "-7" }
@@ -104,7 +79,7 @@ describe("eager decode by shape", function()
             for _, b in ipairs(values) do
                 local text = '{"x":' .. a .. ',"list":[' .. b .. "," .. a .. "],"
                              .. '"o":{"y":' .. b .. "}}"
-                local v = q.decode(text, EAGER)
+                local v = qjson.decode(text, EAGER)
                 assert(identical(v, via_c_api(text)), text)
             end
         end
@@ -152,15 +127,14 @@ describe("eager decode by shape", function()
 
     it("decodes every shape past the ids the registry gives out the other way", function()
         qjson._reset_shapes()
-        local q = qjson
         for i = 1, 300 do
             local text = '{"key' .. i .. '":[' .. i .. ',"v"]}'
-            local v = q.decode(text, EAGER)
+            local v = qjson.decode(text, EAGER)
             assert.equal(i, v["key" .. i][1])
             assert(identical(v, via_c_api(text)))
         end
         -- The first shapes keep their functions.
-        assert.equal(7, q.decode('{"key1":[7,"w"]}', EAGER).key1[1])
+        assert.equal(7, qjson.decode('{"key1":[7,"w"]}', EAGER).key1[1])
     end)
 
     it("makes a shape's function once for every instance", function()
@@ -225,17 +199,16 @@ describe("eager decode by shape", function()
         jit.off()
         for k = 1, 40 do
             qjson._reset_shapes()
-            local q = qjson
             for _ = 1, 2 do
                 debug.sethook(function()
                     if not qffi.idle() then
                         nested = nested + 1
-                        if not identical(q.decode(inner, EAGER), want_inner) then
+                        if not identical(qjson.decode(inner, EAGER), want_inner) then
                             wrong = wrong + 1
                         end
                     end
                 end, "", k)
-                local ok, v = pcall(q.decode, outer, EAGER)
+                local ok, v = pcall(qjson.decode, outer, EAGER)
                 debug.sethook()
                 if not (ok and identical(v, want_outer)) then wrong = wrong + 1 end
             end
