@@ -813,25 +813,26 @@ local function lua_encode(v, cfg, pieces)
     local R = enter()
     local saved_config = config
     config = cfg
-    local out, err
+    -- The text (or its pieces), and then the pieces' length or the error.
+    local out, second
     if R == MAIN then
-        out, err = encode_with(v, R, pieces)
+        out, second = encode_with(v, R, pieces)
     else
         -- Inside another encode's section, perhaps: keep its state.
         local saved_buf, saved_reader, saved_deepest = buf, reader, deepest
         local saved_base, saved_from, saved_to = pending_base, pending_from, pending_to
         buf = buffer.new()
-        out, err = encode_with(v, R, pieces)
+        out, second = encode_with(v, R, pieces)
         buf, reader, deepest = saved_buf, saved_reader, saved_deepest
         pending_base, pending_from, pending_to = saved_base, saved_from, saved_to
     end
     config = saved_config
     leave(R)
     if out == nil then
-        error(err, 0)
+        error(second, 0)
     end
     if pieces then
-        return out, err
+        return out, second
     end
     return out
 end

@@ -2,7 +2,8 @@
 //! is validated and built into Lua tables in one pass over its bytes
 //! ([`crate::eager`]), the way lua-cjson builds its tables, with no
 //! per-value work on the Lua side and no intermediate copy of the
-//! document.
+//! document. (A small text of a shape seen before is built by a Lua
+//! function written for its shape instead: [`crate::eager::shape`].)
 //!
 //! The same build in Lua over the FFI (lua/qjson/lazy.lua) costs a
 //! `ffi.string` and a few field loads per value and, for a small document,
