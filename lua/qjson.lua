@@ -26,6 +26,7 @@ local ffi_string = ffi.string
 local ffi_cast = ffi.cast
 local CHAR_PTR = ffi.typeof("const char *")
 local small_block = ffi.typeof("qjson_small")
+local block_chunk = ffi.typeof("qjson_small[?]")
 local SMALL_MAX_BYTES = C.QJSON_SMALL_MAX_BYTES
 local new_doc = doc.new
 local error = error
@@ -153,13 +154,42 @@ end
 -- exactly "qjson: ..." (as cjson's are), misuse points at the caller.
 local DATA, MISUSE = 0, 2
 
+-- A small text's block, which names its document (it has none of its
+-- own: see "Small documents" in docs/architecture.md), is taken from a
+-- chunk of BLOCKS_PER_CHUNK blocks, one cdata: a cdata of its own per
+-- document, one more object to allocate and sweep, cost a tool call's
+-- decode and reads 210-240 instructions of about 3 850 (see "Small
+-- documents" in docs/architecture.md). A document keeps its chunk alive,
+-- so one that outlives the others of its chunk holds 512 bytes where its
+-- block is 32. Only the main section takes blocks from the chunk: a
+-- finalizer or hook that parses while a section is open (see
+-- lua/qjson/ffi.lua) runs between any two of the section's
+-- instructions, and gets a block of its own.
+local BLOCKS_PER_CHUNK = 16
+local chunk, chunk_used = false, BLOCKS_PER_CHUNK
+
+-- Parses a small text (`at`, `len` bytes) under options `o` in reader
+-- R's section; returns the handle and the cdata holding its block.
+local function parse_small(at, len, o, R)
+    if R ~= qffi.main then
+        local block = small_block()
+        return C.qjson_parse_small(at, len, o, block, R), block
+    end
+    if chunk_used == BLOCKS_PER_CHUNK then
+        chunk, chunk_used = block_chunk(BLOCKS_PER_CHUNK), 0
+    end
+    local block = chunk + chunk_used
+    chunk_used = chunk_used + 1
+    return C.qjson_parse_small(at, len, o, block, R), chunk
+end
+
 -- Parses `text` for `fname` in reader R's section (see
 -- lua/qjson/ffi.lua); returns the native handle (the caller owns it), the
 -- bytes of native memory to charge the collector for (see `track` in
--- lua/qjson/doc.lua) and, for a small text when
--- `small` is set, the block that names its document (none of its own:
--- see "Small documents" in docs/architecture.md), which the caller keeps
--- alive as long as it uses the handle; or nil, the message and its level.
+-- lua/qjson/doc.lua) and, for a small text when `small` is set, the cdata
+-- holding the block that names its document (see `parse_small`), which
+-- the caller keeps alive as long as it uses the handle; or nil, the
+-- message and its level.
 local function parse_native(text, opts, fname, R, small, cfg, from, len)
     if type(text) ~= "string" then
         return nil, "bad argument #1 to '" .. fname .. "' (string expected, got "
@@ -177,8 +207,7 @@ local function parse_native(text, opts, fname, R, small, cfg, from, len)
     end
     local block, ptr
     if small and len <= SMALL_MAX_BYTES then
-        block = small_block()
-        ptr = C.qjson_parse_small(at, len, o, block, R)
+        ptr, block = parse_small(at, len, o, R)
     else
         ptr = C.qjson_parse(at, len, o, R)
     end

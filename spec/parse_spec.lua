@@ -464,6 +464,36 @@ describe("document lifetime", function()
         end
     end)
 
+    it("reads a small document whose neighbours were collected", function()
+        -- Small documents' blocks come sixteen to a cdata (`parse_small`
+        -- in lua/qjson.lua), which each document keeps alive: one kept
+        -- while those parsed beside it are collected, and their memory
+        -- goes to new objects, still reads its own text.
+        local kept = {}
+        for i = 1, 100 do
+            local text = '{"i":' .. i .. ',"s":"' .. string.rep("v", i) .. '"}'
+            local d = i % 2 == 0 and qjson.parse(text) or qjson.decode(text)
+            if i % 17 == 0 then kept[#kept + 1] = { i, d } end
+        end
+        collectgarbage()
+        collectgarbage()
+        local others = {}
+        for i = 1, 300 do
+            others[i] = { qjson.decode('{"other":' .. i .. '}'), string.rep("x", 40 + i) }
+        end
+        for _, k in ipairs(kept) do
+            local i, d = k[1], k[2]
+            if i % 2 == 0 then
+                assert.equal(i, d:get_f64("i"))
+                assert.equal(i, #d:get_str("s"))
+            else
+                assert.equal(i, d.i)
+                assert.equal(i, #d.s)
+            end
+        end
+        assert.equal(300, others[300][1].other)
+    end)
+
     it("free() makes later calls raise instead of touching freed memory", function()
         local doc = qjson.parse('{"a":{"b":1}}')
         local cursor = doc:open("a")

@@ -57,7 +57,7 @@ local PTR = 1
 -- A document's slot in the tracking lists and the native bytes its parse
 -- charged the collector, beside PTR in the array part: as named fields they made
 -- the root's hash part 8 nodes instead of 4 (see `_M.new`). A small
--- document has no slot (false) and keeps its block (see `parse_native` in
+-- document has no slot (false) and keeps its block's cdata (see `parse_small` in
 -- lua/qjson.lua) in BLOCK instead.
 local SLOT, BYTES, BLOCK = 2, 3, 4
 

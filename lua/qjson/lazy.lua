@@ -23,9 +23,10 @@
 --                 "The registry" below)
 --   [REG]         the registry's code-to-proxy table, false until a
 --                 second proxy is made
---   [BLOCK]       a small text's block, which names its document (see
---                 `parse_native` in lua/qjson.lua), false for a document
---                 of its own (tracked by lua/qjson/doc.lua)
+--   [BLOCK]       the cdata holding a small text's block, which names
+--                 its document (see `parse_small` in lua/qjson.lua),
+--                 false for a document of its own (tracked by
+--                 lua/qjson/doc.lua)
 --
 -- and its hash part holds the metamethods and nothing else. LuaJIT sizes
 -- a hash part in powers of two, so under Lua 5.2 compatibility, where

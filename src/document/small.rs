@@ -13,8 +13,9 @@
 //! So a small text ([`MAX_BYTES`] at most) is parsed into one of the few
 //! documents ([`SLOTS`]) a thread keeps, which stay in cache as every
 //! small parse uses them, and the caller gets a [`Block`] it allocated
-//! itself, in its own heap (a LuaJIT cdata the collector frees with the
-//! document's other objects), naming the text. No native memory is held
+//! itself, in its own heap (the Lua modules take it from a LuaJIT cdata
+//! of sixteen that the document keeps alive, and the collector frees with
+//! the document's other objects), naming the text. No native memory is held
 //! for the document, so there is nothing to free or to pace.
 //!
 //! A read names the block. Its document is in the slot [`parse`] or an
