@@ -197,6 +197,28 @@ shapes.github = {
     modify_nested = function(t, k) t[1].user.login = "redacted " .. k end,
 }
 
+-- twitter.json (the corpus): what a handler reads of each of its 100
+-- statuses.
+shapes.twitter = {
+    read = function(t, len)
+        local sum, statuses = 0, t.statuses
+        for i = 1, len(statuses) do
+            local status = statuses[i]
+            sum = sum + #status.text + #status.user.screen_name + status.retweet_count
+        end
+        return sum
+    end,
+    read_doc = function(doc)
+        local sum, statuses = 0, doc:open("statuses")
+        for i = 0, statuses:len() - 1 do
+            local status = statuses:open("[" .. i .. "]")
+            sum = sum + #status:get_str("text") + #status:get_str("user.screen_name")
+                  + status:get_f64("retweet_count")
+        end
+        return sum
+    end,
+}
+
 shapes.sse = {
     read = function(t)
         local delta = t.choices[1].delta
@@ -292,18 +314,24 @@ local roundtrip = { "decode + encode unmodified", function(got, expected, s)
 end, edits(nil) }
 
 -- The reads and changes of a payload shape.
-local function workloads_for(shape)
+-- The "read fields" workload of a shape: its reads after each library's
+-- decode.
+local function read_fields(shape)
     local read, read_doc = shape.read, shape.read_doc
     local function plain_read(decode)
         return function(s) return read(decode(s), rawlen) end
     end
+    return { "read fields", same, {
+        cjson = plain_read(cjson.decode),
+        simdjson = simdjson and plain_read(simdjson_decode),
+        ["qjson.parse"] = function(s) return read_doc(qjson.parse(s)) end,
+        ["qjson.decode"] = function(s) return read(qjson.decode(s), qjson.len) end,
+    } }
+end
+
+local function workloads_for(shape)
     return {
-        { "read fields", same, {
-            cjson = plain_read(cjson.decode),
-            simdjson = simdjson and plain_read(simdjson_decode),
-            ["qjson.parse"] = function(s) return read_doc(qjson.parse(s)) end,
-            ["qjson.decode"] = function(s) return read(qjson.decode(s), qjson.len) end,
-        } },
+        read_fields(shape),
         roundtrip,
         { "modify a top-level field + encode", same_when_decoded, edits(shape.modify_top) },
         { "add a field + encode", same_when_decoded, edits(shape.add) },
@@ -558,7 +586,13 @@ for _, name in ipairs({ "twitter", "citm_catalog", "canada" }) do
             return { (assert(read_file(corpus_dir .. name .. ".json"), "missing " .. name)) }
         end,
         -- encode_plain last: the tables it keeps would weigh on the others.
-        workloads = function() return { validate, read_everything, roundtrip, encode_plain } end,
+        workloads = function()
+            local list = { validate, read_everything, roundtrip, encode_plain }
+            if shapes[name] then
+                table.insert(list, 2, read_fields(shapes[name]))
+            end
+            return list
+        end,
     }
 end
 
