@@ -158,7 +158,7 @@ local DATA, MISUSE = 0, 2
 -- own: see "Small documents" in docs/architecture.md), is taken from a
 -- chunk of BLOCKS_PER_CHUNK blocks, one cdata: a cdata of its own per
 -- document, one more object to allocate and sweep, cost a tool call's
--- decode and reads 210-240 instructions of about 3 850 (see "Small
+-- decode and reads about 200 instructions of 3 850 (see "Small
 -- documents" in docs/architecture.md). A document keeps its chunk alive,
 -- so one that outlives the others of its chunk holds 512 bytes where its
 -- block is 32. Only the main section takes blocks from the chunk: a
@@ -171,16 +171,18 @@ local chunk, chunk_used = false, BLOCKS_PER_CHUNK
 -- Parses a small text (`at`, `len` bytes) under options `o` in reader
 -- R's section; returns the handle and the cdata holding its block.
 local function parse_small(at, len, o, R)
-    if R ~= qffi.main then
-        local block = small_block()
-        return C.qjson_parse_small(at, len, o, block, R), block
+    local block, holder
+    if R == qffi.main then
+        if chunk_used == BLOCKS_PER_CHUNK then
+            chunk, chunk_used = block_chunk(BLOCKS_PER_CHUNK), 0
+        end
+        block, holder = chunk + chunk_used, chunk
+        chunk_used = chunk_used + 1
+    else
+        block = small_block()
+        holder = block
     end
-    if chunk_used == BLOCKS_PER_CHUNK then
-        chunk, chunk_used = block_chunk(BLOCKS_PER_CHUNK), 0
-    end
-    local block = chunk + chunk_used
-    chunk_used = chunk_used + 1
-    return C.qjson_parse_small(at, len, o, block, R), chunk
+    return C.qjson_parse_small(at, len, o, block, R), holder
 end
 
 -- Parses `text` for `fname` in reader R's section (see
