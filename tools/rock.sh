@@ -8,7 +8,7 @@
 # loads on any glibc distribution from 2014 on; one build per architecture
 # serves every CPU of it (kernels are chosen at run time).
 #
-# Installs what it needs: zig (PyPI's ziglang) and cargo-zigbuild.
+# Installs what it needs: zig and cargo-zigbuild (both from PyPI).
 # Environment: ROCK_DIR (default target/rocks); ARCHES (default
 # "x86_64 aarch64").
 set -euo pipefail
@@ -21,18 +21,26 @@ out=${ROCK_DIR:-$PWD/target/rocks}
 mkdir -p "$out"
 rocks=(luarocks --lua-version=5.1)
 
-if ! python3 -m ziglang version >/dev/null 2>&1; then
-    echo "rock: installing zig (pip install ziglang)" >&2
+# pip_install PACKAGE: from PyPI, into the scripts directory put on PATH
+# above.
+pip_install() {
     if ! python3 -m pip --version >/dev/null 2>&1; then
         apt-get install -y -qq python3-pip >&2
     fi
     # Debian's own Python refuses system-wide pip installs unless told.
-    python3 -m pip install -q ziglang >&2 2>/dev/null ||
-        python3 -m pip install -q --break-system-packages ziglang >&2
+    python3 -m pip install -q "$1" >&2 2>/dev/null ||
+        python3 -m pip install -q --break-system-packages "$1" >&2
+}
+PATH="$PATH:$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')"
+if ! python3 -m ziglang version >/dev/null 2>&1; then
+    echo "rock: installing zig (pip install ziglang)" >&2
+    pip_install ziglang
 fi
 if ! command -v cargo-zigbuild >/dev/null; then
-    echo "rock: installing cargo-zigbuild" >&2
-    cargo install --locked --quiet cargo-zigbuild >&2
+    # PyPI's wheel is the prebuilt binary: `cargo install` compiles it,
+    # which took most of the three minutes of this step on a new machine.
+    echo "rock: installing cargo-zigbuild (pip install cargo-zigbuild)" >&2
+    pip_install cargo-zigbuild || cargo install --locked --quiet cargo-zigbuild >&2
 fi
 
 # build ARCH: prints the path of libqjson.so for ARCH, linked for glibc
