@@ -222,6 +222,49 @@ impl Simd for Avx2 {
         }
     }
 
+    /// Four blocks in one test, with one byte compare per vector where
+    /// [`Avx2::is_plain_string`] takes three: a `vpshufb` of the low
+    /// nibble gives the one quote or backslash each byte could be (0xFF,
+    /// which no ASCII byte is, for the other nibbles; 0 for bytes from
+    /// 0x80), compared with the byte; bytes below 0x20 or from 0x80 make
+    /// the signed minimum of all eight vectors less than 0x20. The
+    /// compares are what limits the test, and so how fast stage 1 skips a
+    /// long base64 string.
+    #[inline(always)]
+    unsafe fn is_plain_string_256(self, ptr: *const u8) -> bool {
+        const QUOTE_OR_BACKSLASH: [u8; 16] = {
+            let mut t = [0xFF; 16];
+            t[(b'"' & 0x0F) as usize] = b'"';
+            t[(b'\\' & 0x0F) as usize] = b'\\';
+            t
+        };
+        // SAFETY: AVX2 intrinsics (an `Avx2` token exists); 256 readable
+        // bytes at ptr (the caller's contract), unaligned loads.
+        unsafe {
+            let wanted = table(&QUOTE_OR_BACKSLASH);
+            let v = |k: usize| _mm256_loadu_si256(ptr.add(32 * k).cast());
+            let (v0, v1, v2, v3) = (v(0), v(1), v(2), v(3));
+            let (v4, v5, v6, v7) = (v(4), v(5), v(6), v(7));
+            let hit = |v: __m256i| _mm256_cmpeq_epi8(_mm256_shuffle_epi8(wanted, v), v);
+            let hits = _mm256_or_si256(
+                _mm256_or_si256(
+                    _mm256_or_si256(hit(v0), hit(v1)),
+                    _mm256_or_si256(hit(v2), hit(v3)),
+                ),
+                _mm256_or_si256(
+                    _mm256_or_si256(hit(v4), hit(v5)),
+                    _mm256_or_si256(hit(v6), hit(v7)),
+                ),
+            );
+            let min = _mm256_min_epi8(
+                _mm256_min_epi8(_mm256_min_epi8(v0, v1), _mm256_min_epi8(v2, v3)),
+                _mm256_min_epi8(_mm256_min_epi8(v4, v5), _mm256_min_epi8(v6, v7)),
+            );
+            let any = _mm256_or_si256(hits, _mm256_cmpgt_epi8(_mm256_set1_epi8(0x20), min));
+            _mm256_testz_si256(any, any) == 1
+        }
+    }
+
     #[inline(always)]
     fn is_string_content(self, b: &Block) -> bool {
         // SAFETY: AVX2 intrinsics; an `Avx2` token exists.
