@@ -6,7 +6,9 @@
 -- The large loops (every truncation of the corpus, the 1 GB input) run
 -- once, under the avx2 kernel or when none is forced: make test runs this
 -- spec once per kernel, and the scalar kernel (and valgrind) gets a
--- smaller sample of the same checks.
+-- smaller sample of the same checks. So does make test's run under a
+-- second LuaJIT (QJSON_SAMPLE_LIMITS set): the loops check the native
+-- parser, which the avx2 run has checked, and took 50 of its seconds.
 
 local ffi = require("ffi")
 local qjson = require("qjson")
@@ -21,6 +23,7 @@ local C = qffi.C
 local forced = os.getenv("QJSON_KERNEL")
 -- tools/memcheck.sh sets QJSON_MEMCHECK: under valgrind the samples do.
 local FULL = (forced == nil or forced == "" or forced == "avx2") and not os.getenv("QJSON_MEMCHECK")
+    and not os.getenv("QJSON_SAMPLE_LIMITS")
 
 -- The byte offset a rejection message names ("... at byte N",
 -- "... starting at byte N"), or nil.
