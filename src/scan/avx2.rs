@@ -151,20 +151,62 @@ fn classify(v: __m256i) -> (__m256i, __m256i, __m256i, __m256i, __m256i) {
     }
 }
 
-/// 0xFF where a byte is `"`, `\`, below 0x20 or from 0x80.
+/// `"` and `\` at the index of their low nibble, 0xFF (which no ASCII
+/// byte is) at the others: see [`quote_or_backslash`].
+const QUOTE_OR_BACKSLASH: [u8; 16] = {
+    let mut t = [0xFF; 16];
+    t[(b'"' & 0x0F) as usize] = b'"';
+    t[(b'\\' & 0x0F) as usize] = b'\\';
+    t
+};
+
+/// 0xFF where a byte is `"` or `\`, with one byte compare: a `vpshufb`
+/// of the byte's low nibble in `wanted` (`table(&QUOTE_OR_BACKSLASH)`)
+/// gives the one of the two it could be (0 for a byte from 0x80),
+/// compared with the byte.
 #[inline(always)]
-fn string_specials(v: __m256i) -> __m256i {
+fn quote_or_backslash(wanted: __m256i, v: __m256i) -> __m256i {
+    // SAFETY: AVX2 intrinsics; only compiled into the AVX2 kernel.
+    unsafe { _mm256_cmpeq_epi8(_mm256_shuffle_epi8(wanted, v), v) }
+}
+
+/// Whether no byte of `vs` is `"`, `\`, below 0x20 or from 0x80: the
+/// quotes and backslashes by [`quote_or_backslash`], the others by one
+/// signed compare of the minimum of all the vectors with 0x20 (bytes from
+/// 0x80 are negative). The compares are what limits this test, and so how
+/// fast stage 1 skips a long base64 string: three a vector, as one for
+/// each kind of byte, made the 10 MB chat request's stage 1 1.10-1.13x
+/// slower (docs/benchmarks.md).
+#[inline(always)]
+fn is_plain_ascii<const N: usize>(vs: &[__m256i; N]) -> bool {
+    const { assert!(N.is_power_of_two()) };
     // SAFETY: AVX2 intrinsics; only compiled into the AVX2 kernel.
     unsafe {
-        // Signed compare: 0x20 > byte holds below 0x20 and, the byte being
-        // negative, from 0x80.
-        _mm256_or_si256(
-            _mm256_or_si256(
-                _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8)),
-                _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8)),
-            ),
-            _mm256_cmpgt_epi8(_mm256_set1_epi8(0x20), v),
-        )
+        // Reduced pairwise, so that no chain of ORs or minima is longer
+        // than log2(N): one chain of eight ran the 10 MB request at 0.98x
+        // (tools/ab_parse.sh, twice). Loops, not `array::map`, whose
+        // closure was not inlined into the AVX2 code: 1.3 GB/s.
+        let wanted = table(&QUOTE_OR_BACKSLASH);
+        let (mut hits, mut min) = (*vs, *vs);
+        for hit in &mut hits {
+            *hit = quote_or_backslash(wanted, *hit);
+        }
+        let mut n = N;
+        while n > 1 {
+            n /= 2;
+            for i in 0..n {
+                hits[i] = _mm256_or_si256(hits[i], hits[i + n]);
+            }
+        }
+        n = N;
+        while n > 1 {
+            n /= 2;
+            for i in 0..n {
+                min[i] = _mm256_min_epi8(min[i], min[i + n]);
+            }
+        }
+        let any = _mm256_or_si256(hits[0], _mm256_cmpgt_epi8(_mm256_set1_epi8(0x20), min[0]));
+        _mm256_testz_si256(any, any) == 1
     }
 }
 
@@ -174,10 +216,7 @@ fn string_breaks(v: __m256i) -> __m256i {
     // SAFETY: AVX2 intrinsics; only compiled into the AVX2 kernel.
     unsafe {
         _mm256_or_si256(
-            _mm256_or_si256(
-                _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8)),
-                _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8)),
-            ),
+            quote_or_backslash(table(&QUOTE_OR_BACKSLASH), v),
             _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v),
         )
     }
@@ -215,54 +254,19 @@ impl Simd for Avx2 {
 
     #[inline(always)]
     fn is_plain_string(self, b: &Block) -> bool {
-        // SAFETY: AVX2 intrinsics; an `Avx2` token exists.
-        unsafe {
-            let any = _mm256_or_si256(string_specials(b.lo), string_specials(b.hi));
-            _mm256_testz_si256(any, any) == 1
-        }
+        is_plain_ascii(&[b.lo, b.hi])
     }
 
-    /// Four blocks in one test, with one byte compare per vector where
-    /// [`Avx2::is_plain_string`] takes three: a `vpshufb` of the low
-    /// nibble gives the one quote or backslash each byte could be (0xFF,
-    /// which no ASCII byte is, for the other nibbles; 0 for bytes from
-    /// 0x80), compared with the byte; bytes below 0x20 or from 0x80 make
-    /// the signed minimum of all eight vectors less than 0x20. The
-    /// compares are what limits the test, and so how fast stage 1 skips a
-    /// long base64 string.
+    /// Four blocks in one test ([`is_plain_ascii`] of their eight vectors)
+    /// rather than one a block.
     #[inline(always)]
     unsafe fn is_plain_string_256(self, ptr: *const u8) -> bool {
-        const QUOTE_OR_BACKSLASH: [u8; 16] = {
-            let mut t = [0xFF; 16];
-            t[(b'"' & 0x0F) as usize] = b'"';
-            t[(b'\\' & 0x0F) as usize] = b'\\';
-            t
-        };
         // SAFETY: AVX2 intrinsics (an `Avx2` token exists); 256 readable
         // bytes at ptr (the caller's contract), unaligned loads.
-        unsafe {
-            let wanted = table(&QUOTE_OR_BACKSLASH);
-            let v = |k: usize| _mm256_loadu_si256(ptr.add(32 * k).cast());
-            let (v0, v1, v2, v3) = (v(0), v(1), v(2), v(3));
-            let (v4, v5, v6, v7) = (v(4), v(5), v(6), v(7));
-            let hit = |v: __m256i| _mm256_cmpeq_epi8(_mm256_shuffle_epi8(wanted, v), v);
-            let hits = _mm256_or_si256(
-                _mm256_or_si256(
-                    _mm256_or_si256(hit(v0), hit(v1)),
-                    _mm256_or_si256(hit(v2), hit(v3)),
-                ),
-                _mm256_or_si256(
-                    _mm256_or_si256(hit(v4), hit(v5)),
-                    _mm256_or_si256(hit(v6), hit(v7)),
-                ),
-            );
-            let min = _mm256_min_epi8(
-                _mm256_min_epi8(_mm256_min_epi8(v0, v1), _mm256_min_epi8(v2, v3)),
-                _mm256_min_epi8(_mm256_min_epi8(v4, v5), _mm256_min_epi8(v6, v7)),
-            );
-            let any = _mm256_or_si256(hits, _mm256_cmpgt_epi8(_mm256_set1_epi8(0x20), min));
-            _mm256_testz_si256(any, any) == 1
-        }
+        let vs = core::array::from_fn::<_, 8, _>(|k| unsafe {
+            _mm256_loadu_si256(ptr.add(32 * k).cast())
+        });
+        is_plain_ascii(&vs)
     }
 
     #[inline(always)]

@@ -503,16 +503,25 @@ fn every_kernel_finds_where_string_content_stops() {
 fn every_kernel_tests_four_blocks_of_plain_ascii_byte_by_byte() {
     // Every byte value at positions in each of the four blocks (their
     // ends included) of 256 bytes of plain ASCII: plain only when the
-    // byte is no quote, backslash, control byte or byte from 0x80.
+    // byte is no quote, backslash, control byte or byte from 0x80. Both
+    // tests: the four blocks at once, and each block alone (what the
+    // four-block test of a kernel without its own is made of).
     struct Plain256<'a>(&'a [u8; 256]);
     impl generic::Pass for Plain256<'_> {
-        type Output = bool;
+        type Output = (bool, [bool; 4]);
         fn input(&self) -> &[u8] {
             self.0
         }
-        unsafe fn run<S: generic::Simd>(self, simd: S) -> bool {
+        unsafe fn run<S: generic::Simd>(self, simd: S) -> (bool, [bool; 4]) {
             // SAFETY: 256 readable bytes; the caller vouches for the CPU.
-            unsafe { simd.is_plain_string_256(self.0.as_ptr()) }
+            unsafe {
+                let p = self.0.as_ptr();
+                let block = |k: usize| simd.is_plain_string(&simd.load(p.add(64 * k)));
+                (
+                    simd.is_plain_string_256(p),
+                    [block(0), block(1), block(2), block(3)],
+                )
+            }
         }
     }
     let plain = |b: u8| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\';
@@ -520,10 +529,18 @@ fn every_kernel_tests_four_blocks_of_plain_ascii_byte_by_byte() {
     for at in [0, 1, 63, 64, 100, 127, 128, 191, 192, 200, 255] {
         for b in 0..=255u8 {
             bytes[at] = b;
+            let mut blocks = [true; 4];
+            blocks[at / 64] = plain(b);
             for kernel in supported_kernels() {
                 // SAFETY: `supported_kernels` gives kernels this CPU runs.
                 let got = unsafe { run_pass(kernel, Plain256(&bytes)) }.unwrap();
-                assert_eq!(got, plain(b), "kernel {}: {b:#04x} at {at}", kernel.name());
+                assert_eq!(
+                    got.0,
+                    plain(b),
+                    "kernel {}: {b:#04x} at {at}",
+                    kernel.name()
+                );
+                assert_eq!(got.1, blocks, "kernel {}: {b:#04x} at {at}", kernel.name());
             }
         }
         bytes[at] = b'a';
