@@ -21,8 +21,8 @@ out=${ROCK_DIR:-$PWD/target/rocks}
 mkdir -p "$out"
 rocks=(luarocks --lua-version=5.1)
 
-# pip_install PACKAGE: from PyPI, into the scripts directory put on PATH
-# above.
+# pip_install PACKAGE: from PyPI, into Python's scripts directory, which
+# is put on PATH below.
 pip_install() {
     if ! python3 -m pip --version >/dev/null 2>&1; then
         apt-get install -y -qq python3-pip >&2
