@@ -765,9 +765,12 @@ impl<S: Simd> Scanner<'_, S> {
                     self.utf8.check(&block);
                     continue;
                 }
-                // Plain ASCII (base64): four blocks per test from here on.
-                // SAFETY: run_end <= len; the caller vouches for the CPU.
-                self.pos = unsafe { skip_plain_ascii(simd, input, self.pos, run_end) };
+                // Plain ASCII (base64): four blocks per test from here on,
+                // past the run's end: skipped blocks leave nothing in the
+                // sinks, and stopping at each run's 4 KB cost the test of
+                // its first and last blocks one by one.
+                // SAFETY: whole <= len; the caller vouches for the CPU.
+                self.pos = unsafe { skip_plain_ascii(simd, input, self.pos, self.whole) };
                 self.utf8.skip_ascii();
                 continue;
             }

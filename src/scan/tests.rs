@@ -294,6 +294,19 @@ fn long_texts_across_runs_and_a_tail_after_a_full_run() {
             check_all_kernels(&text, false);
         }
     }
+    // A plain ASCII string skipped past the end of its run, closed at
+    // every offset around the end of one and of two runs, with a value
+    // after it that the skip must not pass.
+    for len in (3900..4300).chain(8050..8350) {
+        let text = [
+            &b"[\""[..],
+            &b"QUJD".repeat(len / 4),
+            &b"xyz"[..len % 4],
+            b"\",1]",
+        ]
+        .concat();
+        check_all_kernels(&text, false);
+    }
 }
 
 #[test]
