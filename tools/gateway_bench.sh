@@ -158,17 +158,30 @@ for codec in "${codecs[@]}"; do
     fi
 done
 
-# One wrk run of $1 (kind-codec): appends its req/s and p99 (ms) to the
-# run's lists of rounds.
-declare -A rps p99
+# The minor page faults of the worker of the nginx in prefix $1 so far:
+# a page of fresh memory faults when it is first written, which is most of
+# what a new 1 MB string or body buffer costs.
+worker_faults() {
+    local worker
+    worker=$(pgrep -P "$(cat "$1/nginx.pid")" | head -n 1)
+    awk '{ print $10 }' "/proc/$worker/stat"
+}
+
+# One wrk run of $1 (kind-codec): appends its req/s, p99 (ms) and, for a
+# request kind, its worker's page faults per request to the run's lists
+# of rounds.
+declare -A rps p99 faults
 measure() {
-    local run=$1 kind=${1%-*} out errors
+    local run=$1 kind=${1%-*} codec=${1##*-} out errors before
     out="$work/$run.txt"
     if [ "$kind" = stream ]; then
         wrk -t1 -c"$connections" -d"$duration" --latency "${url[$run]}" >"$out"
     else
+        before=$(worker_faults "$work/$codec")
         VARIANTS=$variants BODY_FILE="$work/$kind.json" wrk -t1 -c"$connections" -d"$duration" --latency \
             -s "$work/post.lua" "${url[$run]}" >"$out"
+        faults[$run]+=" $(awk -v a="$before" -v b="$(worker_faults "$work/$codec")" \
+            '/ requests in / { printf "%.1f", (b - a) / $1 }' "$out")"
     fi
     errors=$(grep -E 'Non-2xx|Socket errors' "$out" || true)
     if [ -n "$errors" ] && [ "$kind" != stream ]; then
@@ -207,11 +220,12 @@ echo "nginx gateway, $size-byte chat requests, 1 worker, $connections connection
 echo "$rounds rounds of $duration per gateway, the gateways in turn; req/s and p99: medians of the rounds;"
 echo "ratios: medians of each round's ratio"
 echo "cjson: $cjson_name; body: the body read into Lua, no JSON; proxy: no Lua at all"
-printf '%-10s %-6s %12s %10s\n' request gateway req/s p99
+echo "faults: the gateway worker's minor page faults per request (4 KB pages)"
+printf '%-10s %-6s %12s %10s %8s\n' request gateway req/s p99 faults
 for kind in untouched routed; do
     for codec in "${codecs[@]}"; do
-        printf '%-10s %-6s %12.1f %8.2fms\n' "$kind" "$codec" "$(median "${rps[$kind-$codec]}")" \
-            "$(median "${p99[$kind-$codec]}")"
+        printf '%-10s %-6s %12.1f %8.2fms %8.1f\n' "$kind" "$codec" "$(median "${rps[$kind-$codec]}")" \
+            "$(median "${p99[$kind-$codec]}")" "$(median "${faults[$kind-$codec]}")"
     done
     awk -v k="$kind" -v c="$(paired "$kind-qjson" "$kind-cjson")" -v b="$(paired "$kind-qjson" "$kind-body")" \
         'BEGIN { printf "%s: qjson/cjson req/s %.1fx, qjson/body %.0f%%\n", k, c, 100 * b }'
