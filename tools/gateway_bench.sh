@@ -27,7 +27,8 @@
 # Usage: tools/gateway_bench.sh        (make bench-gateway)
 # Environment: ROUNDS (default 5), DURATION (default 2s, per run and
 #              round), CONNECTIONS (default 4), BODY_BYTES (default 1048576),
-#              VARIANTS (default 32: distinct bodies sent in turn).
+#              VARIANTS (default 256: distinct bodies sent in turn; wrk
+#              holds them all, 256 MB at the default size).
 # Prints req/s and p99 latency of each and the qjson/cjson and qjson/body
 # ratios.
 set -euo pipefail
@@ -36,7 +37,7 @@ cd "$repo"
 . tools/nginx-lib.sh
 
 rounds=${ROUNDS:-5}
-variants=${VARIANTS:-32}
+variants=${VARIANTS:-256}
 duration=${DURATION:-2s}
 connections=${CONNECTIONS:-4}
 bytes=${BODY_BYTES:-1048576}
@@ -89,10 +90,14 @@ want[routed-body]=$(stat -c %s "$work/routed.json")
 want[routed-proxy]=${want[routed-body]}
 # wrk sends VARIANTS bodies in turn, each with other bytes at the start of
 # its image (the same length, the same verdict), as a gateway's requests
-# differ: the same body every time would find its Lua string, and the
-# rewritten one's, still interned from the last request, where a new body
-# costs LuaJIT a fresh allocation (about 0.7 ms for 1 MB here, mostly page
-# faults: see "Encode in pieces" in docs/architecture.md).
+# differ: a body sent again while its Lua string from an earlier request
+# is still uncollected finds that string interned, where a new body costs
+# LuaJIT a fresh allocation (about 0.7 ms for 1 MB here, mostly page
+# faults: see "Encode in pieces" in docs/architecture.md). Strings outlive
+# dozens of requests in a worker that allocates little else: with 32
+# bodies the ceiling's worker found about half of them interned (420-445
+# faults a request, against 585-600 with 256, where it finds none), a
+# ceiling no gateway of distinct requests reaches.
 cat >"$work/post.lua" <<'EOF'
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
