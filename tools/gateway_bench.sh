@@ -221,7 +221,10 @@ paired() {
 }
 
 echo
-echo "nginx gateway, $size-byte chat requests, 1 worker, $connections connections;"
+echo "nginx gateway, $size-byte chat requests ($variants distinct), 1 worker, $connections connections;"
+# glibc's heap limits change what a new request body costs (docs/benchmarks.md,
+# "Distinct bodies, and glibc's heap"): say which ones the nginx ran with.
+echo "glibc malloc: ${GLIBC_TUNABLES:-default limits (GLIBC_TUNABLES not set)}"
 echo "$rounds rounds of $duration per gateway, the gateways in turn; req/s and p99: medians of the rounds;"
 echo "ratios: medians of each round's ratio"
 echo "cjson: $cjson_name; body: the body read into Lua, no JSON; proxy: no Lua at all"
