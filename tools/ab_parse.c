@@ -17,6 +17,9 @@
  * moments. Each library is loaded into a namespace of its own (dlmopen),
  * so the two may be the same file: that run (A against A) shows the noise
  * a difference has to exceed. QJSON_KERNEL pins the kernel of both;
+ * ALIGN=N places the text N bytes (0-63) past the start of a cache line
+ * (by default it is where malloc puts it: 16 bytes past one for a file of
+ * megabytes, where a large Lua string's text is 40 bytes past one);
  * tools/ab_parse.sh builds revisions and runs this over several files
  * (docs/benchmarks.md, "Comparing two builds").
  */
@@ -82,8 +85,17 @@ int main(int argc, char **argv) {
         return 1;
     }
     long len = ftell(f);
-    char *text = malloc(len > 0 ? (size_t)len : 1);
-    if (len <= 0 || !text || fseek(f, 0, SEEK_SET) != 0 || fread(text, 1, (size_t)len, f) != (size_t)len) {
+    const char *align = getenv("ALIGN");
+    if (align && !*align) {
+        align = NULL;
+    }
+    size_t skew = align ? (size_t)atoi(align) % 64 : 0;
+    char *buffer = malloc((len > 0 ? (size_t)len : 1) + (align ? 128 : 0));
+    char *text = buffer;
+    if (align && buffer) {
+        text = buffer + (64 - (uintptr_t)buffer % 64) % 64 + skew;
+    }
+    if (len <= 0 || !buffer || fseek(f, 0, SEEK_SET) != 0 || fread(text, 1, (size_t)len, f) != (size_t)len) {
         fprintf(stderr, "ab_parse: cannot read %s\n", argv[3]);
         return 1;
     }

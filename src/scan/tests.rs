@@ -327,6 +327,58 @@ fn specials_at_every_offset_of_a_long_string() {
 }
 
 #[test]
+fn long_plain_strings_at_every_alignment_of_the_input() {
+    // The skip over plain ASCII tests windows aligned in memory, starting
+    // up to 63 bytes before where it was asked to: the same texts placed
+    // at each of the 64 alignments of a cache line, a special byte at
+    // offsets all around the windows' ends, through stage 1 and through
+    // the string run alone.
+    let step = if cfg!(miri) { 97 } else { 3 };
+    let (mut text_at, mut content_at) = (vec![0u8; 1200 + 64], vec![0u8; 1200 + 64]);
+    // `bytes` copied into `buffer` at `align` bytes into a cache line.
+    fn place<'a>(buffer: &'a mut [u8], bytes: &[u8], align: usize) -> &'a [u8] {
+        let from = (align + 64 - buffer.as_ptr() as usize % 64) % 64;
+        buffer[from..from + bytes.len()].copy_from_slice(bytes);
+        &buffer[from..from + bytes.len()]
+    }
+    for special in [&b"\""[..], b"\\n", b"\x01", "\u{e9}".as_bytes()] {
+        for at in (0..900).step_by(step) {
+            let mut content = vec![b'a'; at];
+            content.extend_from_slice(special);
+            content.resize(1000, b'b');
+            let text = [&b"[\""[..], &content, b"\",1]"].concat();
+            let want = naive_scan(&text);
+            let stop = content
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                .unwrap_or(content.len());
+            let whole = stop / 64 * 64;
+            let want_run = (whole, content[..whole].iter().any(|&b| b >= 0x80));
+            for align in 0..64 {
+                let text = place(&mut text_at, &text, align);
+                let content = place(&mut content_at, &content, align);
+                for kernel in supported_kernels() {
+                    assert_eq!(
+                        run(kernel, text, false),
+                        want,
+                        "kernel {}: special at {at}, input at {align} in a line",
+                        kernel.name()
+                    );
+                    // SAFETY: `supported_kernels` gives kernels this CPU runs.
+                    let got = unsafe { run_pass(kernel, generic::StringRun(content)) };
+                    assert_eq!(
+                        got,
+                        Some(want_run),
+                        "kernel {}, {at}, {align}",
+                        kernel.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn specials_in_long_non_ascii_text() {
     // Blocks inside a string that hold no quote, backslash or control
     // byte skip classification whatever their script; only their UTF-8
