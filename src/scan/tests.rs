@@ -333,7 +333,7 @@ fn long_plain_strings_at_every_alignment_of_the_input() {
     // at each of the 64 alignments of a cache line, a special byte at
     // offsets all around the windows' ends, through stage 1 and through
     // the string run alone.
-    let step = if cfg!(miri) { 97 } else { 3 };
+    let step = if cfg!(miri) { 97 } else { 5 };
     let (mut text_at, mut content_at) = (vec![0u8; 1200 + 64], vec![0u8; 1200 + 64]);
     // `bytes` copied into `buffer` at `align` bytes into a cache line.
     fn place<'a>(buffer: &'a mut [u8], bytes: &[u8], align: usize) -> &'a [u8] {
