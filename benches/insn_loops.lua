@@ -77,6 +77,17 @@ workloads = {
         kept = t
         return #t.order_id + k
     end,
+    -- decode, then plain tables of the whole (cjson: its decode).
+    ["tool-materialize"] = function(lib, k)
+        local t = lib.materialize(TOOL)
+        kept = t
+        return #t.order_id + k
+    end,
+    ["sse-materialize"] = function(lib, k)
+        local t = lib.materialize(SSE)
+        kept = t
+        return #t.model + k
+    end,
     ["sse-eager"] = function(lib, k)
         local t = lib.eager(SSE)
         kept = t
@@ -174,10 +185,12 @@ local libraries = {
         decode = qjson.decode,
         parse = qjson.parse,
         eager = function(s) return qjson.decode(s, EAGER) end,
+        materialize = function(s) return qjson.materialize(qjson.decode(s)) end,
         encode = qjson.encode,
         len = qjson.len,
     },
-    cjson = { decode = cjson.decode, eager = cjson.decode, encode = cjson.encode,
+    cjson = { decode = cjson.decode, eager = cjson.decode, materialize = cjson.decode,
+              encode = cjson.encode,
               len = function(t) return #t end },
 }
 

@@ -467,5 +467,62 @@ describe("qjson.decode", function()
             t.a[3] = 3
             assert.same({ a = { 1, 2, 3 }, b = { c = 2 } }, qjson.materialize(t))
         end)
+        it("build each unchanged proxy as the FFI builder does, small or large", function()
+            -- A proxy whose source is under 1 KB is built from it by the
+            -- native eager decoder, a larger one through the FFI (see
+            -- lua/qjson/materialize.lua): the same tables either way, for
+            -- the root and every container inside, with and without a
+            -- metatable for every array, in the text's own nesting.
+            local qffi = require("qjson.ffi")
+            -- (qjson.materialize passes its config's array metatable.)
+            local materialize = require("qjson.materialize").materialize
+            local big = string.rep('{"k":[1,"x"]},', 120)
+            local texts = {
+                '{"order_id":"A-20931","options":{"history":true,"max_items":25}}',
+                ' [ {"a":1,"a":2,"b":[[],{},[null,false]]}, "\\u00e9\\ud83d\\ude00\\n" ] ',
+                '{"n":[-0,1e400,12345678901234567890,-9223372036854775808,0.1]}',
+                '{"small":{"s":[1,2,3]},"large":[' .. big .. '{}],"after":{"z":"\\"q\\""}}',
+                string.rep("[", 200) .. "1" .. string.rep("]", 200),
+            }
+            local array_mt = { __name = "spec arrays" }
+            local function ffi_built(st, code, arrays_mt)
+                local R = qffi.enter()
+                local v = lazy.tape_value(lazy.live_ptr(st), lazy.cursor_of(code), R, arrays_mt)
+                qffi.leave(R)
+                return v
+            end
+            local checked, small, large = 0, 0, 0
+            local native_before = require("qjson.materialize").native_builds()
+            for _, text in ipairs(texts) do
+                local root = qjson.decode(text)
+                -- Every container, found by walking the proxies.
+                local todo = { root }
+                while #todo > 0 do
+                    local p = table.remove(todo)
+                    local st, code = lazy.proxy_info(p)
+                    for _, arrays_mt in ipairs({ false, array_mt }) do
+                        local got = materialize(p, arrays_mt or nil)
+                        local want = ffi_built(st, code, arrays_mt or nil)
+                        local ok, where = require("gen").identical(want, got)
+                        assert(ok, text:sub(1, 40) .. ": " .. tostring(where))
+                        checked = checked + 1
+                    end
+                    local from, to = lazy.source_span(st, lazy.live_ptr(st), lazy.cursor_of(code),
+                                                      qffi.main)
+                    if to - from < 1024 then small = small + 1 else large = large + 1 end
+                    for _, child in qjson.pairs(p) do
+                        if lazy.proxy_info(child) then todo[#todo + 1] = child end
+                    end
+                end
+            end
+            assert.is_true(checked > 400)
+            assert.is_true(small > 200 and large >= 2)
+            -- Each small one twice (with and without the metatable), save
+            -- where the Lua stack is too shallow for the native build.
+            if qffi.c_decode then
+                local native = require("qjson.materialize").native_builds() - native_before
+                assert.is_true(native > small and native <= 2 * small, tostring(native))
+            end
+        end)
     end)
 end)

@@ -28,7 +28,7 @@ cpath=";;"
 
 workloads=("$@")
 if [ ${#workloads[@]} -eq 0 ]; then
-    workloads=(tool-read tool-get tool-eager tool-modify tool-nested tool-add sse-read sse-get sse-eager sse-modify sse-nested sse-add chat-eager cjk-eager esc-eager esc-read esc-get)
+    workloads=(tool-read tool-get tool-eager tool-materialize tool-modify tool-nested tool-add sse-read sse-get sse-eager sse-materialize sse-modify sse-nested sse-add chat-eager cjk-eager esc-eager esc-read esc-get)
 fi
 
 N=20000

@@ -7,6 +7,7 @@ local lazy = require("qjson.lazy")
 local edits = require("qjson.edits")
 
 local C = qffi.C
+local c_decode = qffi.c_decode
 local enter = qffi.enter
 local leave = qffi.leave
 local null = qffi.null
@@ -16,6 +17,8 @@ local tape_value = lazy.tape_value
 local get = lazy.get
 local object_iter = lazy.object_iter
 local empty_array_mt = lazy.empty_array_mt
+local source_span = lazy.source_span
+local SRC = lazy.SRC
 local changed = edits.changed
 local new_tab = require("table.new")
 local setmetatable = setmetatable
@@ -28,6 +31,25 @@ local tonumber = tonumber
 
 local _M = {}
 
+-- An unchanged proxy whose source is shorter than this is built from it
+-- natively, as qjson.decode(s, { lazy = false }) builds a text: its
+-- fixed cost is below the FFI builder's (decode and materialize of the
+-- tool call ran 1.8 times as fast, of an SSE event 1.4 times), but it
+-- parses the source again, which from 1-2 KB on costs more than the FFI
+-- build of the parsed document saves (docs/benchmarks.md,
+-- "qjson.materialize of small documents").
+local NATIVE_MAX_BYTES = 1024
+
+-- What such a source is decoded under: the text was validated when it
+-- was parsed, so no depth limit but the Lua stack's (deeper, the native
+-- build gives up and the FFI one takes over), and the key a read sees
+-- (under "error" no key repeats).
+local NO_DEPTH_LIMIT = 2 ^ 32 - 1
+local LAST_WINS = C.QJSON_DUPLICATE_KEYS_LAST_WINS
+
+-- How many proxies were built that way (for the specs).
+local native_builds = 0
+
 -- One level of materialize, through reader R: a copy of v's own entries
 -- (children not yet converted) and true, or, for a scalar or an
 -- unchanged proxy, the finished value. Arrays of proxies get `arrays_mt`
@@ -38,6 +60,17 @@ local function materialize_level(v, R, arrays_mt)
         local ptr = live_ptr(st)
         local cursor = lazy.cursor_of(code)
         if not changed(st, v, code, R) then
+            if c_decode then
+                local from, to = source_span(st, ptr, cursor, R)
+                if to - from < NATIVE_MAX_BYTES then
+                    local out = c_decode(st[SRC], NO_DEPTH_LIMIT, LAST_WINS, null,
+                                         empty_array_mt, arrays_mt, from, to)
+                    if out ~= nil then
+                        native_builds = native_builds + 1
+                        return out
+                    end
+                end
+            end
             return tape_value(ptr, cursor, R, arrays_mt)
         end
         if code < 0 then
@@ -119,6 +152,12 @@ function _M.materialize(v, arrays_mt)
         error(out, 2)
     end
     return out
+end
+
+-- For the specs: how many unchanged proxies were built from their source
+-- by the native eager decoder.
+function _M.native_builds()
+    return native_builds
 end
 
 return _M

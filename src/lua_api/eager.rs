@@ -55,13 +55,17 @@ thread_local! {
 /// The Lua arguments: 1 the text, 2 `max_depth`, 3 `duplicate_keys`
 /// (`QJSON_DUPLICATE_KEYS_*`), 4 the null value, 5 the metatable of empty
 /// arrays, 6 the metatable of every array (nil or absent unless
-/// `decode_array_with_array_mt` is on).
+/// `decode_array_with_array_mt` is on); 7 and 8, when given, the byte
+/// offsets `[from, to)` of the part of the text to decode: a value that
+/// qjson.materialize finds unchanged in a document parsed before.
 const TEXT: c_int = 1;
 const MAX_DEPTH: c_int = 2;
 const DUPLICATE_KEYS: c_int = 3;
 const NULL: c_int = 4;
 const EMPTY_ARRAY_MT: c_int = 5;
 const ARRAY_MT: c_int = 6;
+const FROM: c_int = 7;
+const TO: c_int = 8;
 
 /// `LUA_TNIL` of lua.h.
 const LUA_TNIL: c_int = 0;
@@ -85,7 +89,21 @@ pub unsafe fn decode(api: &Api, state: State) -> c_int {
     }
     // SAFETY: lua_tolstring's string is len bytes and stays alive while it
     // is on the stack, which it is until this function returns.
-    let input: &[u8] = unsafe { core::slice::from_raw_parts(text.cast(), len) };
+    let text: &[u8] = unsafe { core::slice::from_raw_parts(text.cast(), len) };
+    // SAFETY: live state; an index above the top reads as none.
+    let spanned = unsafe { (api.type_)(state, FROM) } > LUA_TNIL;
+    let input = if spanned {
+        // SAFETY: live state, existing indices (a missing TO reads as 0).
+        let (from, to) = unsafe { ((api.tonumber)(state, FROM), (api.tonumber)(state, TO)) };
+        if !(0.0 <= from && from <= to && to <= len as f64 && from.fract() == 0.0)
+            || to.fract() != 0.0
+        {
+            return give_up(api, state);
+        }
+        &text[from as usize..to as usize]
+    } else {
+        text
+    };
     // SAFETY: live state, existing indices.
     let (max_depth, duplicate_keys) = unsafe {
         (
@@ -122,6 +140,13 @@ pub unsafe fn decode(api: &Api, state: State) -> c_int {
     }
     match outcome {
         Outcome::Done => 1,
+        // A part of a text that a document holds is valid; were it not,
+        // an error's offset would be the part's, not the text's.
+        Outcome::Invalid if spanned => {
+            // SAFETY: base is a height the stack had.
+            unsafe { (api.settop)(state, base) };
+            give_up(api, state)
+        }
         Outcome::Invalid => {
             // SAFETY: base is a height the stack had.
             unsafe { (api.settop)(state, base) };
