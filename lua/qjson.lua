@@ -95,6 +95,43 @@ local function reset_shapes()
 end
 reset_shapes()
 
+-- Builds `text` (at most SHAPED_MAX_BYTES) by its shape under `o` (a
+-- qjson_options): true and the value; or false when it has no shape id
+-- (another build holds the out-cell, the registry is spent, or the text
+-- is invalid or of no shape), for the caller to take another path.
+local function by_shape(text, o, arrays_mt)
+    local R = enter()
+    local id = R == qffi.main and C.qjson_decode_shaped(text, #text, o, shape_registry, shaped)
+               or 0
+    if id == 0 then
+        leave(R)
+        return false
+    end
+    local builders = arrays_mt and marked_shape_builders or shape_builders
+    local build = builders[id]
+    if build == nil then
+        build = shapes.compile(shaped, null, empty_array_mt, arrays_mt)
+        builders[id] = build
+    end
+    local v = build(shaped)
+    leave(R)
+    return true, v
+end
+
+-- The options an unchanged root's text is built under by qjson.materialize
+-- (lua/qjson/materialize.lua): it was validated when parsed, so no depth
+-- limit, and the key reads see (under "error" none repeats).
+local PARSED_TEXT = ffi.new("qjson_options", 2 ^ 32 - 1, C.QJSON_DUPLICATE_KEYS_LAST_WINS)
+
+-- qjson.materialize's build of an unchanged root's text: by its shape
+-- when it has one (true and the value), else false.
+local function root_by_shape(text, arrays_mt)
+    if #text > SHAPED_MAX_BYTES then
+        return false
+    end
+    return by_shape(text, PARSED_TEXT, arrays_mt)
+end
+
 -- Checks one option value; returns the converted value or nil, message.
 local checks = {
     max_depth = function(v)
@@ -278,23 +315,10 @@ local function decode(cfg, text, opts)
                 end
             end
             if not others and #text <= SHAPED_MAX_BYTES then
-                local R = enter()
-                local id = R == qffi.main
-                           and C.qjson_decode_shaped(text, #text, default_options, shape_registry,
-                                                     shaped)
-                           or 0
-                if id ~= 0 then
-                    local builders = arrays_mt and marked_shape_builders or shape_builders
-                    local build = builders[id]
-                    if build == nil then
-                        build = shapes.compile(shaped, null, empty_array_mt, arrays_mt)
-                        builders[id] = build
-                    end
-                    local v = build(shaped)
-                    leave(R)
+                local found, v = by_shape(text, default_options, arrays_mt)
+                if found then
                     return v
                 end
-                leave(R)
             end
             local v, message = c_decode(text, max_depth, duplicate_keys, null, empty_array_mt,
                                         arrays_mt)
@@ -435,7 +459,7 @@ function instance(cfg, enc)
 
     -- Plain tables, with this instance's decode_array_with_array_mt.
     function M.materialize(v)
-        return materialize(v, cfg.mark_arrays and array_mt or nil)
+        return materialize(v, cfg.mark_arrays and array_mt or nil, root_by_shape)
     end
 
     -- cjson-style option functions: set when given a value, always return

@@ -523,6 +523,22 @@ describe("qjson.decode", function()
                 local native = require("qjson.materialize").native_builds() - native_before
                 assert.is_true(native > small and native <= 2 * small, tostring(native))
             end
+            -- qjson.materialize builds an unchanged root by its shape
+            -- first (the eager decode of a small text does the same): the
+            -- same tables again, arrays marked by the instance's option.
+            local marked = qjson.new()
+            marked.decode_array_with_array_mt(true)
+            local by_shape = require("qjson.materialize").native_builds()
+            for _, text in ipairs(texts) do
+                for _, lib in ipairs({ qjson, marked }) do
+                    local root = lib.decode(text)
+                    local st, code = lazy.proxy_info(root)
+                    local want = ffi_built(st, code, lib == marked and qjson.array_mt or nil)
+                    local ok, where = require("gen").identical(want, lib.materialize(root))
+                    assert(ok, text:sub(1, 40) .. ": " .. tostring(where))
+                end
+            end
+            assert.is_true(require("qjson.materialize").native_builds() - by_shape >= 2 * 3)
         end)
     end)
 end)

@@ -18,7 +18,9 @@ local get = lazy.get
 local object_iter = lazy.object_iter
 local empty_array_mt = lazy.empty_array_mt
 local source_span = lazy.source_span
+local has_changes = lazy.has_changes
 local SRC = lazy.SRC
+local PTR = require("qjson.doc").PTR
 local changed = edits.changed
 local new_tab = require("table.new")
 local setmetatable = setmetatable
@@ -34,7 +36,8 @@ local _M = {}
 -- An unchanged proxy whose source is shorter than this is built from it
 -- natively, as qjson.decode(s, { lazy = false }) builds a text: its
 -- fixed cost is below the FFI builder's (decode and materialize of the
--- tool call ran 1.8 times as fast, of an SSE event 1.4 times), but it
+-- tool call ran 1.8 times as fast, of an SSE event 1.4 times, and built
+-- by its shape, the root of a small text runs faster still), but it
 -- parses the source again, which from 1-2 KB on costs more than the FFI
 -- build of the parsed document saves (docs/benchmarks.md,
 -- "qjson.materialize of small documents").
@@ -47,7 +50,8 @@ local NATIVE_MAX_BYTES = 1024
 local NO_DEPTH_LIMIT = 2 ^ 32 - 1
 local LAST_WINS = C.QJSON_DUPLICATE_KEYS_LAST_WINS
 
--- How many proxies were built that way (for the specs).
+-- How many proxies were built that way or by their shape (for the
+-- specs).
 local native_builds = 0
 
 -- One level of materialize, through reader R: a copy of v's own entries
@@ -143,8 +147,23 @@ end
 -- qjson.materialize(v): what cjson.decode gives for the same text (plus
 -- empty_array_mt on empty arrays, or `arrays_mt` on every array when
 -- given: decode_array_with_array_mt), with any changes made through
--- proxies applied. One section for the whole tree.
-function _M.materialize(v, arrays_mt)
+-- proxies applied. One section for the whole tree. `root_by_shape(text,
+-- arrays_mt)`, when given, builds an unchanged root's text as the eager
+-- decode of a small text of a known shape does (lua/qjson.lua): true and
+-- the value, or false to build it another way.
+function _M.materialize(v, arrays_mt, root_by_shape)
+    if root_by_shape then
+        -- The root of a live document never written to. Before the
+        -- section: a shape's build takes the main reader's.
+        local st, code = proxy_info(v)
+        if st and (code == 0 or code == -1) and st[PTR] and not has_changes(st) then
+            local found, out = root_by_shape(st[SRC], arrays_mt)
+            if found then
+                native_builds = native_builds + 1
+                return out
+            end
+        end
+    end
     local R = enter()
     local ok, out = pcall(materialize_tree, v, R, arrays_mt)
     leave(R)
