@@ -47,6 +47,16 @@ local function set_and_encode(lib, text, key, value)
     return #lib.encode(t)
 end
 
+-- A workload that makes plain tables of `text` with `lib[how]`, keeps
+-- them, and reads the string at `key`.
+local function plain_tables(how, text, key)
+    return function(lib, k)
+        local t = lib[how](text)
+        kept = t
+        return #t[key] + k
+    end
+end
+
 local workloads
 workloads = {
     ["tool-read"] = function(lib, k)
@@ -72,27 +82,11 @@ workloads = {
     ["tool-add"] = function(lib, k)
         return set_and_encode(lib, TOOL, "x_gateway", k)
     end,
-    ["tool-eager"] = function(lib, k)
-        local t = lib.eager(TOOL)
-        kept = t
-        return #t.order_id + k
-    end,
+    ["tool-eager"] = plain_tables("eager", TOOL, "order_id"),
     -- decode, then plain tables of the whole (cjson: its decode).
-    ["tool-materialize"] = function(lib, k)
-        local t = lib.materialize(TOOL)
-        kept = t
-        return #t.order_id + k
-    end,
-    ["sse-materialize"] = function(lib, k)
-        local t = lib.materialize(SSE)
-        kept = t
-        return #t.model + k
-    end,
-    ["sse-eager"] = function(lib, k)
-        local t = lib.eager(SSE)
-        kept = t
-        return #t.model + k
-    end,
+    ["tool-materialize"] = plain_tables("materialize", TOOL, "order_id"),
+    ["sse-materialize"] = plain_tables("materialize", SSE, "model"),
+    ["sse-eager"] = plain_tables("eager", SSE, "model"),
     ["sse-read"] = function(lib, k)
         local t = lib.decode(SSE)
         local delta = t.choices[1].delta
