@@ -95,11 +95,15 @@ local function reset_shapes()
 end
 reset_shapes()
 
--- Builds `text` (at most SHAPED_MAX_BYTES) by its shape under `o` (a
--- qjson_options): true and the value; or false when it has no shape id
--- (another build holds the out-cell, the registry is spent, or the text
--- is invalid or of no shape), for the caller to take another path.
+-- Builds `text` by its shape under `o` (a qjson_options): true and the
+-- value; or false when it has no shape id (it is longer than
+-- SHAPED_MAX_BYTES, another build holds the out-cell, the registry is
+-- spent, or the text is invalid or of no shape), for the caller to take
+-- another path.
 local function by_shape(text, o, arrays_mt)
+    if #text > SHAPED_MAX_BYTES then
+        return false
+    end
     local R = enter()
     local id = R == qffi.main and C.qjson_decode_shaped(text, #text, o, shape_registry, shaped)
                or 0
@@ -116,20 +120,6 @@ local function by_shape(text, o, arrays_mt)
     local v = build(shaped)
     leave(R)
     return true, v
-end
-
--- The options an unchanged root's text is built under by qjson.materialize
--- (lua/qjson/materialize.lua): it was validated when parsed, so no depth
--- limit, and the key reads see (under "error" none repeats).
-local PARSED_TEXT = ffi.new("qjson_options", 2 ^ 32 - 1, C.QJSON_DUPLICATE_KEYS_LAST_WINS)
-
--- qjson.materialize's build of an unchanged root's text: by its shape
--- when it has one (true and the value), else false.
-local function root_by_shape(text, arrays_mt)
-    if #text > SHAPED_MAX_BYTES then
-        return false
-    end
-    return by_shape(text, PARSED_TEXT, arrays_mt)
 end
 
 -- Checks one option value; returns the converted value or nil, message.
@@ -314,7 +304,7 @@ local function decode(cfg, text, opts)
                     return nil, err, MISUSE
                 end
             end
-            if not others and #text <= SHAPED_MAX_BYTES then
+            if not others then
                 local found, v = by_shape(text, default_options, arrays_mt)
                 if found then
                     return v
@@ -459,7 +449,7 @@ function instance(cfg, enc)
 
     -- Plain tables, with this instance's decode_array_with_array_mt.
     function M.materialize(v)
-        return materialize(v, cfg.mark_arrays and array_mt or nil, root_by_shape)
+        return materialize(v, cfg.mark_arrays and array_mt or nil, by_shape)
     end
 
     -- cjson-style option functions: set when given a value, always return

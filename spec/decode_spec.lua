@@ -5,6 +5,11 @@ local qjson = require("qjson")
 local safe = require("qjson.safe")
 local cjson = require("cjson")
 local lazy = require("qjson.lazy")
+local qffi = require("qjson.ffi")
+local gen = require("gen")
+local helper = require("helper")
+-- (qjson.materialize passes its config's array metatable; this takes it.)
+local materialize = require("qjson.materialize")
 
 local CHAT = [[{
   "model": "gpt-4o",
@@ -473,9 +478,6 @@ describe("qjson.decode", function()
             -- lua/qjson/materialize.lua): the same tables either way, for
             -- the root and every container inside, with and without a
             -- metatable for every array, in the text's own nesting.
-            local qffi = require("qjson.ffi")
-            -- (qjson.materialize passes its config's array metatable.)
-            local materialize = require("qjson.materialize").materialize
             local big = string.rep('{"k":[1,"x"]},', 120)
             local texts = {
                 '{"order_id":"A-20931","options":{"history":true,"max_items":25}}',
@@ -485,14 +487,8 @@ describe("qjson.decode", function()
                 string.rep("[", 200) .. "1" .. string.rep("]", 200),
             }
             local array_mt = { __name = "spec arrays" }
-            local function ffi_built(st, code, arrays_mt)
-                local R = qffi.enter()
-                local v = lazy.tape_value(lazy.live_ptr(st), lazy.cursor_of(code), R, arrays_mt)
-                qffi.leave(R)
-                return v
-            end
             local checked, small, large = 0, 0, 0
-            local native_before = require("qjson.materialize").native_builds()
+            local native_before = materialize.native_builds()
             for _, text in ipairs(texts) do
                 local root = qjson.decode(text)
                 -- Every container, found by walking the proxies.
@@ -501,9 +497,9 @@ describe("qjson.decode", function()
                     local p = table.remove(todo)
                     local st, code = lazy.proxy_info(p)
                     for _, arrays_mt in ipairs({ false, array_mt }) do
-                        local got = materialize(p, arrays_mt or nil)
-                        local want = ffi_built(st, code, arrays_mt or nil)
-                        local ok, where = require("gen").identical(want, got)
+                        local got = materialize.materialize(p, arrays_mt or nil)
+                        local want = helper.tape_of(p, arrays_mt or nil)
+                        local ok, where = gen.identical(want, got)
                         assert(ok, text:sub(1, 40) .. ": " .. tostring(where))
                         checked = checked + 1
                     end
@@ -520,7 +516,7 @@ describe("qjson.decode", function()
             -- Each small one twice (with and without the metatable), save
             -- where the Lua stack is too shallow for the native build.
             if qffi.c_decode then
-                local native = require("qjson.materialize").native_builds() - native_before
+                local native = materialize.native_builds() - native_before
                 assert.is_true(native > small and native <= 2 * small, tostring(native))
             end
             -- qjson.materialize builds an unchanged root by its shape
@@ -528,17 +524,36 @@ describe("qjson.decode", function()
             -- same tables again, arrays marked by the instance's option.
             local marked = qjson.new()
             marked.decode_array_with_array_mt(true)
-            local by_shape = require("qjson.materialize").native_builds()
+            local by_shape = materialize.native_builds()
             for _, text in ipairs(texts) do
                 for _, lib in ipairs({ qjson, marked }) do
                     local root = lib.decode(text)
-                    local st, code = lazy.proxy_info(root)
-                    local want = ffi_built(st, code, lib == marked and qjson.array_mt or nil)
-                    local ok, where = require("gen").identical(want, lib.materialize(root))
+                    local want = helper.tape_of(root, lib == marked and qjson.array_mt or nil)
+                    local ok, where = gen.identical(want, lib.materialize(root))
                     assert(ok, text:sub(1, 40) .. ": " .. tostring(where))
                 end
             end
-            assert.is_true(require("qjson.materialize").native_builds() - by_shape >= 2 * 3)
+            assert.is_true(materialize.native_builds() - by_shape >= 2 * 3)
+            -- In a changed document, the unchanged containers beside the
+            -- change: each built from the source span that finding it
+            -- unchanged looked up, small ones natively.
+            local t = qjson.decode(texts[4])
+            local before = {}
+            for _, k in ipairs({ "small", "large", "after" }) do
+                before[k] = helper.tape_of(t[k])
+            end
+            t.x = 1
+            local native = materialize.native_builds()
+            local m = qjson.materialize(t)
+            assert.equal(1, m.x)
+            for k, want in pairs(before) do
+                assert(gen.identical(want, m[k]), k)
+            end
+            if qffi.c_decode then
+                -- "small" and "after" (whose children it builds with
+                -- them); "large" is over 1 KB.
+                assert.equal(native + 2, materialize.native_builds())
+            end
         end)
     end)
 end)

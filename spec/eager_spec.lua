@@ -19,17 +19,10 @@ local c_decode = qffi.c_decode
 -- unchanged proxy (a small one it builds through the C API too).
 local function via_ffi(s, opts)
     local t = qjson.decode(s, opts)
-    local st, code = lazy.proxy_info(t)
-    if not st then
+    if not lazy.is_proxy(t) then
         return t
     end
-    local R = qffi.enter()
-    local ok, v = pcall(lazy.tape_value, lazy.live_ptr(st), lazy.cursor_of(code), R)
-    qffi.leave(R)
-    if not ok then
-        error(v, 0)
-    end
-    return v
+    return helper.tape_of(t)
 end
 
 local function same(a, b)

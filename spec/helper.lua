@@ -110,6 +110,23 @@ function _M.list(dir)
     return names
 end
 
+-- The plain tables the FFI builder makes of `proxy` (lazy.tape_value, in
+-- a reader section of its own), every array with `arrays_mt` when given:
+-- what qjson.materialize builds for an unchanged proxy that is not small,
+-- and the oracle of the native builds.
+function _M.tape_of(proxy, arrays_mt)
+    local lazy = require("qjson.lazy")
+    local qffi = require("qjson.ffi")
+    local st, code = lazy.proxy_info(proxy)
+    local R = qffi.enter()
+    local ok, v = pcall(lazy.tape_value, lazy.live_ptr(st), lazy.cursor_of(code), R, arrays_mt)
+    qffi.leave(R)
+    if not ok then
+        error(v, 0)
+    end
+    return v
+end
+
 -- `text` made long enough (trailing whitespace) that its document is a
 -- native one of its own, tracked and freed by lua/qjson/doc.lua, rather
 -- than a small one (see "Small documents" in docs/architecture.md).

@@ -248,7 +248,9 @@ end
 _M.first_at = first_at
 
 -- Whether the proxy (code `code`) of state st, or anything inside it, was
--- changed, through reader R.
+-- changed, through reader R; and, when finding that out took them, where
+-- its source starts and ends (lazy.source_span), so that the caller need
+-- not ask again.
 function _M.changed(st, proxy, code, R)
     if not lazy.has_changes(st) then return false end
     if lazy.record_of(st, proxy, code) then return true end
@@ -256,7 +258,7 @@ function _M.changed(st, proxy, code, R)
     -- Edits starting on `from` replace the proxy: they are its parent's.
     local list = edits_of(st, R)
     local e_from = list[first_at(list, from + 1)]
-    return e_from ~= nil and e_from < to
+    return e_from ~= nil and e_from < to, from, to
 end
 
 return _M

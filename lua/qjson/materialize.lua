@@ -2,6 +2,7 @@
 -- converted to plain tables, equal to what cjson.decode gives for the
 -- same text with every change made through proxies applied.
 
+local ffi = require("ffi")
 local qffi = require("qjson.ffi")
 local lazy = require("qjson.lazy")
 local edits = require("qjson.edits")
@@ -43,12 +44,13 @@ local _M = {}
 -- "qjson.materialize of small documents").
 local NATIVE_MAX_BYTES = 1024
 
--- What such a source is decoded under: the text was validated when it
--- was parsed, so no depth limit but the Lua stack's (deeper, the native
--- build gives up and the FFI one takes over), and the key a read sees
--- (under "error" no key repeats).
+-- What such a source, or a root's text built by its shape, is decoded
+-- under: the text was validated when it was parsed, so no depth limit
+-- but the Lua stack's (deeper, the native build gives up and the FFI one
+-- takes over), and the key a read sees (under "error" no key repeats).
 local NO_DEPTH_LIMIT = 2 ^ 32 - 1
 local LAST_WINS = C.QJSON_DUPLICATE_KEYS_LAST_WINS
+local PARSED_TEXT = ffi.new("qjson_options", NO_DEPTH_LIMIT, LAST_WINS)
 
 -- How many proxies were built that way or by their shape (for the
 -- specs).
@@ -63,9 +65,12 @@ local function materialize_level(v, R, arrays_mt)
     if st then
         local ptr = live_ptr(st)
         local cursor = lazy.cursor_of(code)
-        if not changed(st, v, code, R) then
+        local is_changed, from, to = changed(st, v, code, R)
+        if not is_changed then
             if c_decode then
-                local from, to = source_span(st, ptr, cursor, R)
+                if not from then
+                    from, to = source_span(st, ptr, cursor, R)
+                end
                 if to - from < NATIVE_MAX_BYTES then
                     local out = c_decode(st[SRC], NO_DEPTH_LIMIT, LAST_WINS, null,
                                          empty_array_mt, arrays_mt, from, to)
@@ -147,17 +152,17 @@ end
 -- qjson.materialize(v): what cjson.decode gives for the same text (plus
 -- empty_array_mt on empty arrays, or `arrays_mt` on every array when
 -- given: decode_array_with_array_mt), with any changes made through
--- proxies applied. One section for the whole tree. `root_by_shape(text,
--- arrays_mt)`, when given, builds an unchanged root's text as the eager
--- decode of a small text of a known shape does (lua/qjson.lua): true and
--- the value, or false to build it another way.
-function _M.materialize(v, arrays_mt, root_by_shape)
-    if root_by_shape then
+-- proxies applied. One section for the whole tree. `by_shape(text,
+-- options, arrays_mt)`, when given, builds an unchanged root's text as
+-- the eager decode of a small text of a known shape does (lua/qjson.lua):
+-- true and the value, or false to build it another way.
+function _M.materialize(v, arrays_mt, by_shape)
+    if by_shape then
         -- The root of a live document never written to. Before the
         -- section: a shape's build takes the main reader's.
         local st, code = proxy_info(v)
         if st and (code == 0 or code == -1) and st[PTR] and not has_changes(st) then
-            local found, out = root_by_shape(st[SRC], arrays_mt)
+            local found, out = by_shape(st[SRC], PARSED_TEXT, arrays_mt)
             if found then
                 native_builds = native_builds + 1
                 return out

@@ -95,9 +95,8 @@ pub unsafe fn decode(api: &Api, state: State) -> c_int {
     let input = if spanned {
         // SAFETY: live state, existing indices (a missing TO reads as 0).
         let (from, to) = unsafe { ((api.tonumber)(state, FROM), (api.tonumber)(state, TO)) };
-        if !(0.0 <= from && from <= to && to <= len as f64 && from.fract() == 0.0)
-            || to.fract() != 0.0
-        {
+        let whole = |x: f64| x.fract() == 0.0;
+        if !(0.0 <= from && from <= to && to <= len as f64 && whole(from) && whole(to)) {
             return give_up(api, state);
         }
         &text[from as usize..to as usize]
