@@ -334,8 +334,10 @@ describe("qjson.encode_pieces", function()
     -- Fails unless the pieces of v, of at most PIECE bytes each and none
     -- empty (or the source text alone, when `source` is given), are the
     -- text qjson.encode gives and its length is given, and (`native`) the
-    -- native encoder wrote them; returns the pieces.
-    local function assert_pieces(v, label, native, source)
+    -- native encoder wrote them; returns the pieces. Pieces of 128 bytes
+    -- or more found in `text`, a changed document's source, are its
+    -- untouched runs; the others are cut from the encoder's buffer.
+    local function assert_pieces(v, label, native, source, text)
         local done = native_counts()
         local pieces, len = qjson.encode_pieces(v)
         if native then
@@ -351,10 +353,15 @@ describe("qjson.encode_pieces", function()
             return pieces
         end
         -- Piece k (from 0) is PIECE - k % (PIECE / 2) bytes, the last
-        -- one at most that: no two of the first PIECE / 2 share a length.
+        -- one at most that: no two of the first PIECE / 2 share a length;
+        -- but a run of the source and the piece before it may be shorter.
+        local function is_run(piece)
+            return piece and text and #piece >= 128 and text:find(piece, 1, true) ~= nil
+        end
         for i, piece in ipairs(pieces) do
             local size = PIECE - (i - 1) % (PIECE / 2)
-            assert(#piece >= 1 and (#piece == size or i == #pieces and #piece < size),
+            local short = i == #pieces or is_run(piece) or is_run(pieces[i + 1])
+            assert(#piece >= 1 and (#piece == size or short and #piece < size),
                    ("%s: piece %d of %d bytes"):format(label, i, #piece))
         end
         return pieces
@@ -392,11 +399,44 @@ describe("qjson.encode_pieces", function()
         doc.model = "gpt-4o-mini-2024-07-18"
         doc.messages[1].role = "system"
         doc.x_gateway = { routed = true }
-        local pieces = assert_pieces(doc, "changed")
+        local pieces = assert_pieces(doc, "changed", false, nil, text)
         assert.is_true(#pieces > 1)
         assert.same(qjson.decode(qjson.encode(doc), { lazy = false }),
                     qjson.decode(table.concat(pieces), { lazy = false }))
-        assert_pieces({ wrapped = doc, n = 1 }, "a proxy inside a plain table")
+        assert_pieces({ wrapped = doc, n = 1 }, "a proxy inside a plain table", false, nil, text)
+    end)
+
+    -- OpenResty's LuaJIT hashes a string of 128 bytes or more from a few
+    -- of its bytes: texts alike but for a token, re-encoded one after
+    -- another, would each be compared with every one before them still
+    -- uncollected. Their runs from the source are strings found again.
+    it("gives each untouched run of 128 bytes to 64 KB a piece of its own", function()
+        local prefix = '{"id":"chatcmpl-AbC123xYz","object":"chat.completion.chunk",'
+                       .. '"created":1763700000,"model":"gpt-4o-2024-08-06",'
+                       .. '"system_fingerprint":"fp_3a9f2b1c0d","choices":[{"index":0,'
+                       .. '"delta":{"content":'
+        assert(#prefix >= 128)
+        local rest = '},"logprobs":null,"finish_reason":null}]}'
+        local event = qjson.decode(prefix .. '" upstream"' .. rest)
+        event.choices[1].delta.content = "redacted"
+        assert.same({ { prefix, '"redacted"' .. rest }, #prefix + 10 + #rest },
+                    { qjson.encode_pieces(event) })
+        -- A run under 128 bytes is copied with what is around it.
+        local head = '{"choices":[{"index":0,"delta":{"content":'
+        local short = qjson.decode(head .. '"a"' .. rest)
+        short.choices[1].delta.content = "b"
+        assert.same({ { head .. '"b"' .. rest }, #head + 3 + #rest },
+                    { qjson.encode_pieces(short) })
+        -- Between two changes; and a run over 64 KB goes with the buffer.
+        local words, long = ("alike "):rep(30), ("x"):rep(PIECE + 10)
+        local text = '{"a":1,"b":"' .. words .. '","c":2,"d":"' .. long .. '","e":3}'
+        local doc = qjson.decode(text)
+        doc.a, doc.c, doc.e = 10, 20, 30
+        local pieces = assert_pieces(doc, "two runs", false, nil, text)
+        assert.same({ '{"a":10', ',"b":"' .. words .. '","c":' },
+                    { pieces[1], pieces[2] })
+        assert.same({ 4, PIECE - 2, '","e":30}' },
+                    { #pieces, #pieces[3], pieces[4]:sub(-9) })
     end)
 
     it("writes what the Lua encoder writes under encode_indent", function()

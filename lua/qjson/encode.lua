@@ -465,8 +465,58 @@ local NOWHERE_BYTE = ffi.new("char[1]")
 local NOWHERE = ffi_cast(char_ptr, NOWHERE_BYTE)
 local pending_from, pending_to, pending_base = 0, 0, NOWHERE
 
+-- qjson.encode_pieces' output: the pieces taken so far, their count and
+-- their bytes; `out_pieces` is false in any other encode.
+local out_pieces, out_count, out_len = false, 0, 0
+
+-- The longest string of a text encoded in pieces (qjson.encode_pieces):
+-- LuaJIT's allocator maps fresh memory for every object of 128 KB or
+-- more and unmaps it when the object is freed, so each whole text that
+-- large costs page faults for every 4 KB of it (on the AMD EPYC of
+-- docs/benchmarks.md, a fresh 1 MB string took about 0.7 ms and sixteen
+-- of 64 KB about 0.06 ms: "Encode in pieces" in docs/architecture.md).
+-- Pieces under that size come from memory the allocator already holds.
+local PIECE_BYTES = 65536
+local HALF_PIECE = PIECE_BYTES / 2
+
+-- The untouched runs of a changed document's source from SPAN_PIECE_MIN
+-- to SPAN_PIECE_MAX bytes are pieces of their own, not copied into the
+-- buffer. OpenResty's LuaJIT hashes a string of 128 bytes or more from a
+-- few of its bytes, so texts of one length that differ only elsewhere
+-- share a chain of its string table, and each new one is compared with
+-- every one of them still uncollected: re-encoded SSE events, alike but
+-- for a token, cost a gateway with 10 MB of Lua objects alive 10x the
+-- time (see "Strings alike" in docs/benchmarks.md). A run that is the
+-- same in every event (the text before the token) is one string, found
+-- again, and what is left between runs is short or unlike the rest.
+-- Shorter runs are hashed whole and cost less copied; longer ones are
+-- cut with the buffer.
+local SPAN_PIECE_MIN, SPAN_PIECE_MAX = 128, PIECE_BYTES
+
+-- Moves the buffer's text to the pieces, as strings of at most
+-- PIECE_BYTES: piece k (from 0) is cut PIECE_BYTES - k % (PIECE_BYTES /
+-- 2) bytes long, as the native encoder cuts them (src/lua_api/encode.rs):
+-- pieces of one length whose bytes differ only where LuaJIT's string hash
+-- does not read would share a hash chain, each compared with all before
+-- it, which text from a client can arrange.
+local function cut_buffer()
+    while #buf > 0 do
+        local piece = buf:get(PIECE_BYTES - out_count % HALF_PIECE)
+        out_count, out_len = out_count + 1, out_len + #piece
+        out_pieces[out_count] = piece
+    end
+end
+
 local function flush()
-    buf:putcdata(pending_base + pending_from, pending_to - pending_from)
+    local n = pending_to - pending_from
+    if out_pieces and n >= SPAN_PIECE_MIN and n <= SPAN_PIECE_MAX then
+        -- An untouched run of the source: a piece of its own.
+        cut_buffer()
+        out_count, out_len = out_count + 1, out_len + n
+        out_pieces[out_count] = ffi_string(pending_base + pending_from, n)
+    else
+        buf:putcdata(pending_base + pending_from, n)
+    end
     pending_from, pending_to = 0, 0
 end
 
@@ -742,31 +792,12 @@ local function put_top(v)
     end
 end
 
--- The longest string of a text encoded in pieces (qjson.encode_pieces):
--- LuaJIT's allocator maps fresh memory for every object of 128 KB or
--- more and unmaps it when the object is freed, so each whole text that
--- large costs page faults for every 4 KB of it (on the AMD EPYC of
--- docs/benchmarks.md, a fresh 1 MB string took about 0.7 ms and sixteen
--- of 64 KB about 0.06 ms: "Encode in pieces" in docs/architecture.md).
--- Pieces under that size come from memory the allocator already holds.
-local PIECE_BYTES = 65536
-
--- The buffer's text, taken out as strings of at most PIECE_BYTES (an
--- array of them), and its length. Piece k (from 0) is PIECE_BYTES - k %
--- (PIECE_BYTES / 2) bytes long, as the native encoder cuts them
--- (src/lua_api/encode.rs): pieces of one length whose bytes differ only
--- where LuaJIT's string hash does not read would share a hash chain, each
--- compared with all before it, which text from a client can arrange.
-local HALF_PIECE = PIECE_BYTES / 2
+-- The pieces of the text just encoded, and its length.
 local function take_pieces()
-    local n = #buf
-    local pieces = new_tab(math_ceil(n / HALF_PIECE), 0)
-    local k = 0
-    while #buf > 0 do
-        k = k + 1
-        pieces[k] = buf:get(PIECE_BYTES - (k - 1) % HALF_PIECE)
-    end
-    return pieces, n
+    cut_buffer()
+    local pieces, len = out_pieces, out_len
+    out_pieces, out_count, out_len = false, 0, 0
+    return pieces, len
 end
 
 -- Encodes v in reader R's section; returns the text (in pieces and its
@@ -774,6 +805,7 @@ end
 local function encode_with(v, R, pieces)
     buf:reset()
     pending_base, pending_from, pending_to = NOWHERE, 0, 0
+    out_pieces, out_count, out_len = pieces and new_tab(4, 0) or false, 0, 0
     deepest = 0
     reader = R
     local ok, err = pcall(put_top, v)
@@ -784,6 +816,7 @@ local function encode_with(v, R, pieces)
     reader = nil
     if not ok then
         buf:reset()
+        out_pieces, out_count, out_len = false, 0, 0
         if type(err) == "string" and str_find(err, "stack overflow", 1, true) then
             err = str_format("Cannot serialise, excessive nesting (%d)", deepest)
         end
@@ -821,10 +854,12 @@ local function lua_encode(v, cfg, pieces)
         -- Inside another encode's section, perhaps: keep its state.
         local saved_buf, saved_reader, saved_deepest = buf, reader, deepest
         local saved_base, saved_from, saved_to = pending_base, pending_from, pending_to
+        local saved_pieces, saved_count, saved_len = out_pieces, out_count, out_len
         buf = buffer.new()
         out, second = encode_with(v, R, pieces)
         buf, reader, deepest = saved_buf, saved_reader, saved_deepest
         pending_base, pending_from, pending_to = saved_base, saved_from, saved_to
+        out_pieces, out_count, out_len = saved_pieces, saved_count, saved_len
     end
     config = saved_config
     leave(R)
