@@ -5,8 +5,11 @@
 -- The content phase of one real request streams a chat completion (CRLF
 -- lines) in 7-byte prints, each flushed, so the body filter sees it split
 -- inside lines, CRLF pairs and UTF-8 sequences; one event carries invalid
--- JSON. The filter reads every event; the run checks what it saw. Raises
--- (exit status 1) on any difference.
+-- JSON. The filter reads every event; the run checks what it saw. Then a
+-- second filter rewrites the stream as README shows it: each event's
+-- delta.content redacted, the event re-encoded with qjson.encode_pieces
+-- and handed to nginx as ngx.arg[1], a table of strings. Raises (exit
+-- status 1) on any difference.
 
 local runner = require("nginx_runner")
 local here = arg[0]:match("^(.*/)") or "./"
@@ -17,7 +20,9 @@ local sse = require("qjson.sse")
 local PIECES = { "Hel", "lo ", "Привет ", "😀", " 日本", "語" }
 local lines = {}
 for _, piece in ipairs(PIECES) do
-    lines[#lines + 1] = 'data: {"object":"chat.completion.chunk","choices":[{"index":0,'
+    lines[#lines + 1] = 'data: {"id":"chatcmpl-AbC123xYz","object":"chat.completion.chunk",'
+                        .. '"created":1763700000,"model":"gpt-4o-2024-08-06",'
+                        .. '"system_fingerprint":"fp_3a9f2b1c0d","choices":[{"index":0,'
                         .. '"delta":{"content":"' .. piece .. '"}}]}\r\n\r\n'
 end
 lines[#lines + 1] = 'data: {"choices":[{"delta":{"content":"lost"\r\n\r\n'
@@ -75,3 +80,48 @@ assert(#seen.errors == 1 and seen.errors[1]:match("^qjson: .* at byte %d+"),
        "errors: " .. table.concat(seen.errors, "; "))
 print("qjson.sse read " .. #PIECES .. " deltas, usage and [DONE] from " .. seen.calls
       .. " body_filter calls")
+
+-- The rewrite: the stream's length changes, so it goes without one.
+runner.on("header_filter", function()
+    ngx.header["Content-Length"] = nil
+end)
+local qjson = require("qjson")
+-- (The text before each value is a piece of its own: see encode_pieces.)
+local most_pieces = 0
+runner.on("body_filter", function()
+    local ctx = ngx.ctx
+    local stream = ctx.sse or sse.new()
+    ctx.sse = stream
+    local events = ngx.arg[2] and stream:finish(ngx.arg[1]) or stream:feed(ngx.arg[1])
+    local out = {}
+    for _, ev in ipairs(events) do
+        out[#out + 1] = "data: "
+        local t = ev:json()
+        local delta = t and t.choices[1] and t.choices[1].delta
+        if delta and delta.content then
+            delta.content = "[redacted]"
+            local pieces = qjson.encode_pieces(t)
+            most_pieces = math.max(most_pieces, #pieces)
+            for i = 1, #pieces do out[#out + 1] = pieces[i] end
+        else
+            out[#out + 1] = ev.data
+        end
+        out[#out + 1] = "\n\n"
+    end
+    ngx.arg[1] = out
+end)
+local redacted = {}
+for _, line in ipairs(lines) do
+    if line:find('"content":"', 1, true) and line:find("}}]}", 1, true) then
+        line = line:gsub('"content":"[^"]*"', '"content":"[redacted]"')
+    end
+    if line:sub(1, 1) ~= ":" then
+        redacted[#redacted + 1] = (line:gsub("\r\n\r\n$", "\n\n"))
+    end
+end
+local rewritten
+status, rewritten = client.request("GET", "/phase/sse")
+assert(status == 200, "status " .. tostring(status))
+assert(rewritten == table.concat(redacted), "rewritten: " .. rewritten)
+assert(most_pieces == 2, "pieces of an event: " .. most_pieces)
+print("qjson.encode_pieces rewrote " .. #PIECES .. " events into ngx.arg[1]")
