@@ -484,11 +484,12 @@ local HALF_PIECE = PIECE_BYTES / 2
 -- buffer. OpenResty's LuaJIT hashes a string of 128 bytes or more from a
 -- few of its bytes, so texts of one length that differ only elsewhere
 -- share a chain of its string table, and each new one is compared with
--- every one of them still uncollected: re-encoded SSE events, alike but
--- for a token, cost a gateway with 10 MB of Lua objects alive 10x the
--- time (see "Strings alike" in docs/benchmarks.md). A run that is the
--- same in every event (the text before the token) is one string, found
--- again, and what is left between runs is short or unlike the rest.
+-- every one of them still uncollected: with 10 MB of Lua objects alive,
+-- an SSE event's change re-encoded as one string ran at about 100 000
+-- calls a second, in pieces at 390 000-490 000 (docs/benchmarks.md,
+-- "Rewritten events in a gateway's heap"). A run that is the same in
+-- every event (the text before the token) is one string, found again,
+-- and what is left between runs is short or unlike the rest.
 -- Shorter runs are hashed whole and cost less copied; longer ones are
 -- cut with the buffer.
 local SPAN_PIECE_MIN, SPAN_PIECE_MAX = 128, PIECE_BYTES
