@@ -154,6 +154,21 @@ local PATTERNS = {
         proxy.x = 1
         assert(#qjson.encode_pieces(plain) >= 1 and #qjson.encode_pieces(proxy) >= 1)
     end },
+    -- Messages alike but for digits near their end, each changed: the
+    -- runs between the changes are strings of one length that differ
+    -- only where LuaJIT's hash of a long string does not read.
+    { "qjson.encode_pieces of a body whose alike messages are all changed", function(n)
+        local t = {}
+        for i = 1, n do
+            t[i] = ('{"role":"user","content":"%s%08d"}'):format(("lorem "):rep(30), i)
+        end
+        return '{"messages":[' .. concat(t, ",") .. "]}"
+      end, 1000, function(s)
+        local body = qjson.decode(s)
+        local m = body.messages
+        for i = 1, qjson.len(m) do m[i].role = "assistant" end
+        assert(#qjson.encode_pieces(body) >= 1)
+    end },
     { "long digit strings: parse and read", function(n)
         return '[' .. string.rep("1", n) .. ".5e-" .. n .. "]"
       end, 100000, function(s)

@@ -437,6 +437,18 @@ describe("qjson.encode_pieces", function()
                     { pieces[1], pieces[2] })
         assert.same({ 4, PIECE - 2, '","e":30}' },
                     { #pieces, #pieces[3], pieces[4]:sub(-9) })
+        -- The first four runs of an encode only (runs of one document can
+        -- be alike as well: spec/complexity_spec.lua).
+        local members = {}
+        for i = 1, 6 do members[i] = ('"k%d":"%s","v%d":0'):format(i, words, i) end
+        local many = qjson.decode("{" .. table.concat(members, ",") .. "}")
+        for i = 1, 6 do many["v" .. i] = i end
+        local runs = 0
+        for _, piece in ipairs(assert_pieces(many, "six runs", false, nil,
+                                             "{" .. table.concat(members, ",") .. "}")) do
+            if piece:find(words, 1, true) and not piece:find(":%d") then runs = runs + 1 end
+        end
+        assert.equal(4, runs)
     end)
 
     it("writes what the Lua encoder writes under encode_indent", function()

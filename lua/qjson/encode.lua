@@ -466,8 +466,9 @@ local NOWHERE = ffi_cast(char_ptr, NOWHERE_BYTE)
 local pending_from, pending_to, pending_base = 0, 0, NOWHERE
 
 -- qjson.encode_pieces' output: the pieces taken so far, their count and
--- their bytes; `out_pieces` is false in any other encode.
-local out_pieces, out_count, out_len = false, 0, 0
+-- their bytes, and how many of them are runs of the source (see
+-- SPAN_PIECES); `out_pieces` is false in any other encode.
+local out_pieces, out_count, out_len, out_runs = false, 0, 0, 0
 
 -- The longest string of a text encoded in pieces (qjson.encode_pieces):
 -- LuaJIT's allocator maps fresh memory for every object of 128 KB or
@@ -491,8 +492,14 @@ local HALF_PIECE = PIECE_BYTES / 2
 -- every event (the text before the token) is one string, found again,
 -- and what is left between runs is short or unlike the rest.
 -- Shorter runs are hashed whole and cost less copied; longer ones are
--- cut with the buffer.
-local SPAN_PIECE_MIN, SPAN_PIECE_MAX = 128, PIECE_BYTES
+-- cut with the buffer. Only the first SPAN_PIECES runs of an encode are
+-- pieces: the runs of one document can be alike too (the messages of a
+-- body, each changed), and as strings of one length they would meet in
+-- one chain, each compared with all before it (spec/complexity_spec.lua
+-- holds such a body to linear time). So an encode adds at most
+-- SPAN_PIECES long strings where one string of its text adds one, and
+-- those strings together are no longer than the text.
+local SPAN_PIECE_MIN, SPAN_PIECE_MAX, SPAN_PIECES = 128, PIECE_BYTES, 4
 
 -- Moves the buffer's text to the pieces, as strings of at most
 -- PIECE_BYTES: piece k (from 0) is cut PIECE_BYTES - k % (PIECE_BYTES /
@@ -510,10 +517,10 @@ end
 
 local function flush()
     local n = pending_to - pending_from
-    if out_pieces and n >= SPAN_PIECE_MIN and n <= SPAN_PIECE_MAX then
+    if out_pieces and n >= SPAN_PIECE_MIN and n <= SPAN_PIECE_MAX and out_runs < SPAN_PIECES then
         -- An untouched run of the source: a piece of its own.
         cut_buffer()
-        out_count, out_len = out_count + 1, out_len + n
+        out_count, out_len, out_runs = out_count + 1, out_len + n, out_runs + 1
         out_pieces[out_count] = ffi_string(pending_base + pending_from, n)
     else
         buf:putcdata(pending_base + pending_from, n)
@@ -797,7 +804,7 @@ end
 local function take_pieces()
     cut_buffer()
     local pieces, len = out_pieces, out_len
-    out_pieces, out_count, out_len = false, 0, 0
+    out_pieces, out_count, out_len, out_runs = false, 0, 0, 0
     return pieces, len
 end
 
@@ -806,7 +813,7 @@ end
 local function encode_with(v, R, pieces)
     buf:reset()
     pending_base, pending_from, pending_to = NOWHERE, 0, 0
-    out_pieces, out_count, out_len = pieces and new_tab(4, 0) or false, 0, 0
+    out_pieces, out_count, out_len, out_runs = pieces and new_tab(4, 0) or false, 0, 0, 0
     deepest = 0
     reader = R
     local ok, err = pcall(put_top, v)
@@ -817,7 +824,7 @@ local function encode_with(v, R, pieces)
     reader = nil
     if not ok then
         buf:reset()
-        out_pieces, out_count, out_len = false, 0, 0
+        out_pieces, out_count, out_len, out_runs = false, 0, 0, 0
         if type(err) == "string" and str_find(err, "stack overflow", 1, true) then
             err = str_format("Cannot serialise, excessive nesting (%d)", deepest)
         end
@@ -855,12 +862,14 @@ local function lua_encode(v, cfg, pieces)
         -- Inside another encode's section, perhaps: keep its state.
         local saved_buf, saved_reader, saved_deepest = buf, reader, deepest
         local saved_base, saved_from, saved_to = pending_base, pending_from, pending_to
-        local saved_pieces, saved_count, saved_len = out_pieces, out_count, out_len
+        local saved_pieces, saved_count, saved_len, saved_runs = out_pieces, out_count, out_len,
+                                                                  out_runs
         buf = buffer.new()
         out, second = encode_with(v, R, pieces)
         buf, reader, deepest = saved_buf, saved_reader, saved_deepest
         pending_base, pending_from, pending_to = saved_base, saved_from, saved_to
-        out_pieces, out_count, out_len = saved_pieces, saved_count, saved_len
+        out_pieces, out_count, out_len, out_runs = saved_pieces, saved_count, saved_len,
+                                                   saved_runs
     end
     config = saved_config
     leave(R)
