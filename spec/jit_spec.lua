@@ -544,6 +544,26 @@ describe("JIT compilation of the getters", function()
         assert.same({ ITERATIONS, "user", true }, { t.model, t.messages[1].role, t.x_gateway })
     end)
 
+    it("decode, change a streamed event's delta, encode in pieces", function()
+        -- The text before the value is a piece of its own (flush).
+        local event = '{"id":"chatcmpl-AbC123xYz","object":"chat.completion.chunk",'
+                      .. '"created":1763700000,"model":"gpt-4o-2024-08-06",'
+                      .. '"system_fingerprint":"fp_3a9f2b1c0d","choices":[{"index":0,'
+                      .. '"delta":{"content":" up"},"logprobs":null,"finish_reason":null}]}'
+        local bad, last = 0, nil
+        assert_no_nyi(function()
+            for i = 1, ITERATIONS do
+                local t = qjson.decode(event)
+                t.choices[1].delta.content = i
+                local pieces, len = qjson.encode_pieces(t)
+                last = pieces
+                if #pieces ~= 2 or len ~= #event - 5 + #tostring(i) then bad = bad + 1 end
+            end
+        end)
+        assert.equal(0, bad)
+        assert.equal(ITERATIONS, qjson.decode(table.concat(last)).choices[1].delta.content)
+    end)
+
     it("decode, replace or add one key of the root, encode (put_one_key)", function()
         -- A gateway's rewrite of `model` and its tag, each written from
         -- the change record alone. Each loop changes one key with
