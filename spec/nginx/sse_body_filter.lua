@@ -93,20 +93,21 @@ runner.on("body_filter", function()
     local stream = ctx.sse or sse.new()
     ctx.sse = stream
     local events = ngx.arg[2] and stream:finish(ngx.arg[1]) or stream:feed(ngx.arg[1])
+    -- README's filter.
     local out = {}
     for _, ev in ipairs(events) do
-        out[#out + 1] = "data: "
         local t = ev:json()
-        local delta = t and t.choices[1] and t.choices[1].delta
+        local delta = t and t.choices and t.choices[1] and t.choices[1].delta
         if delta and delta.content then
             delta.content = "[redacted]"
+            out[#out + 1] = "data: "
             local pieces = qjson.encode_pieces(t)
             most_pieces = math.max(most_pieces, #pieces)
             for i = 1, #pieces do out[#out + 1] = pieces[i] end
-        else
-            out[#out + 1] = ev.data
+            out[#out + 1] = "\n\n"
+        elseif not ev.err then
+            out[#out + 1] = "data: " .. ev.data .. "\n\n"
         end
-        out[#out + 1] = "\n\n"
     end
     ngx.arg[1] = out
 end)
