@@ -169,6 +169,16 @@ local PATTERNS = {
         for i = 1, qjson.len(m) do m[i].role = "assistant" end
         assert(#qjson.encode_pieces(body) >= 1)
     end },
+    -- Every fourth message changed: the others are built from their
+    -- source spans (lua/qjson/materialize.lua), each found unchanged by a
+    -- search of the document's edits.
+    { "qjson.materialize of a body with one message in four changed", messages, 1000,
+      function(s, n)
+        local m = qjson.decode(s).messages
+        for i = 1, n, 4 do m[i].role = "assistant" end
+        local plain = qjson.materialize(m)
+        assert(plain[1].role == "assistant" and plain[n].content[1].text == "m" .. n)
+    end },
     { "long digit strings: parse and read", function(n)
         return '[' .. string.rep("1", n) .. ".5e-" .. n .. "]"
       end, 100000, function(s)

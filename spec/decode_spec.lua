@@ -505,7 +505,11 @@ describe("qjson.decode", function()
                     end
                     local from, to = lazy.source_span(st, lazy.live_ptr(st), lazy.cursor_of(code),
                                                       qffi.main)
-                    if to - from < 1024 then small = small + 1 else large = large + 1 end
+                    if to - from < materialize.NATIVE_MAX_BYTES then
+                        small = small + 1
+                    else
+                        large = large + 1
+                    end
                     for _, child in qjson.pairs(p) do
                         if lazy.proxy_info(child) then todo[#todo + 1] = child end
                     end

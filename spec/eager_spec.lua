@@ -1,8 +1,8 @@
 -- qjson.decode(text, { lazy = false }) builds its tables natively, through
 -- the Lua C API (src/lua_api/eager.rs), and falls back to the FFI builder
 -- (the one qjson.materialize uses for all but small sources) where that
--- path cannot go. The two must
--- be indistinguishable: same values, same errors.
+-- path cannot go. The two must be indistinguishable: same values, same
+-- errors.
 
 local qjson = require("qjson")
 local qffi = require("qjson.ffi")
@@ -202,6 +202,25 @@ describe("eager decode through the Lua C API", function()
         assert.same({ 20000, 1 }, { depth, t })
         -- Within the stack it builds the whole thing itself.
         assert.is_table(native(nested(3000)))
+    end)
+
+    it("decodes a byte range of a text, and gives up on one that is not a value", function()
+        -- (qjson.materialize's way: an unchanged proxy's source span.)
+        local text = '{"a":[1,2],"b":"x"}'
+        local function part(from, to)
+            return c_decode(text, 1000, 0, qjson.null, qjson.empty_array_mt, nil, from, to)
+        end
+        assert.same({ 1, 2 }, part(5, 10))
+        assert.equal("x", part(15, 18))
+        -- Not a valid text, out of the text, or not whole offsets: nil
+        -- alone (the FFI path takes over), never an error message.
+        for _, range in ipairs({ { 5, 8 }, { 5, 100 }, { -1, 4 }, { 6, 5 }, { 5.5, 10 } }) do
+            local where = range[1] .. ", " .. range[2]
+            assert.same({ 1, nil }, { select("#", part(range[1], range[2])),
+                                      (part(range[1], range[2])) }, where)
+        end
+        -- The same part as a whole text: its own message.
+        assert.equal(2, select("#", c_decode("[1,", 1000, 0, qjson.null, qjson.empty_array_mt)))
     end)
 
     it("holds a full chunk at every level within the stack it asks for", function()

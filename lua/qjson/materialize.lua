@@ -43,6 +43,7 @@ local _M = {}
 -- build of the parsed document saves (docs/benchmarks.md,
 -- "qjson.materialize of small documents").
 local NATIVE_MAX_BYTES = 1024
+_M.NATIVE_MAX_BYTES = NATIVE_MAX_BYTES
 
 -- What such a source, or a root's text built by its shape, is decoded
 -- under: the text was validated when it was parsed, so no depth limit
@@ -52,8 +53,8 @@ local NO_DEPTH_LIMIT = 2 ^ 32 - 1
 local LAST_WINS = C.QJSON_DUPLICATE_KEYS_LAST_WINS
 local PARSED_TEXT = ffi.new("qjson_options", NO_DEPTH_LIMIT, LAST_WINS)
 
--- How many proxies were built that way or by their shape (for the
--- specs).
+-- How many proxies were built natively, from their source or by their
+-- shape (for the specs).
 local native_builds = 0
 
 -- One level of materialize, through reader R: a copy of v's own entries
@@ -178,8 +179,8 @@ function _M.materialize(v, arrays_mt, by_shape)
     return out
 end
 
--- For the specs: how many unchanged proxies were built from their source
--- by the native eager decoder.
+-- For the specs: how many unchanged proxies were built natively (see
+-- `native_builds`).
 function _M.native_builds()
     return native_builds
 end

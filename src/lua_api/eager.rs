@@ -140,13 +140,9 @@ pub unsafe fn decode(api: &Api, state: State) -> c_int {
     match outcome {
         Outcome::Done => 1,
         // A part of a text that a document holds is valid; were it not,
-        // an error's offset would be the part's, not the text's.
-        Outcome::Invalid if spanned => {
-            // SAFETY: base is a height the stack had.
-            unsafe { (api.settop)(state, base) };
-            give_up(api, state)
-        }
-        Outcome::Invalid => {
+        // an error's offset would be the part's, not the text's, so a
+        // part gives up as for any other reason (below).
+        Outcome::Invalid if !spanned => {
             // SAFETY: base is a height the stack had.
             unsafe { (api.settop)(state, base) };
             // Rust only: a panic is caught here and never unwinds into Lua.
@@ -164,7 +160,7 @@ pub unsafe fn decode(api: &Api, state: State) -> c_int {
                 _ => give_up(api, state),
             }
         }
-        Outcome::GiveUp => {
+        Outcome::Invalid | Outcome::GiveUp => {
             // SAFETY: base is a height the stack had.
             unsafe { (api.settop)(state, base) };
             give_up(api, state)
