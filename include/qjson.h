@@ -194,11 +194,13 @@ qjson_doc *qjson_parse(const char *json, size_t len, const qjson_options *option
                        qjson_reader *reader);
 
 /* Small texts (at most QJSON_SMALL_MAX_BYTES bytes): parsed into memory
-   the calling thread keeps, and named by `block`, which the caller
+   `reader` keeps (required here), and named by `block`, which the caller
    allocates (in a garbage-collected heap: nothing native is held for the
    document, so there is nothing to free). Returns the document's handle,
-   for every read on any thread while the block and the text stay where
-   they are (qjson_free ignores it), or NULL as qjson_parse does. */
+   for every read through any reader, on any thread, while the block and
+   the text stay where they are (a reader that does not hold the document
+   parses the text again; qjson_free ignores the handle), or NULL as
+   qjson_parse does. */
 qjson_doc *qjson_parse_small(const char *json, size_t len, const qjson_options *options,
                              qjson_small *block, qjson_reader *reader);
 

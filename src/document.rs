@@ -83,7 +83,20 @@ impl<'a> Document<'a> {
     /// Replaces the document with `src`, reusing all memory. On error the
     /// document is left empty.
     pub fn load(&mut self, src: &'a [u8], opts: &Options) -> Result<()> {
-        self.load_by(src, opts, scan::scan)
+        with_scratch(|scratch| self.load_by(src, opts, scratch, scan::scan))
+    }
+
+    /// [`Document::load`] with `scratch` as validation's working memory
+    /// rather than the thread's: for a caller that keeps one at hand
+    /// (small documents, see [`small::Slots`]), where reaching the
+    /// thread's costs a thread-local lookup a parse.
+    pub fn load_in(
+        &mut self,
+        src: &'a [u8],
+        opts: &Options,
+        scratch: &mut validate::Scratch,
+    ) -> Result<()> {
+        self.load_by(src, opts, scratch, scan::scan)
     }
 
     /// [`Document::load`] with stage 1 run by `kernel` rather than the
@@ -91,7 +104,11 @@ impl<'a> Document<'a> {
     /// lets a benchmark or test time or check the full parse of every
     /// kernel in one process, where `QJSON_KERNEL` is read only once.
     pub fn load_with(&mut self, kernel: scan::Kernel, src: &'a [u8], opts: &Options) -> Result<()> {
-        self.load_by(src, opts, |src, index| scan::scan_with(kernel, src, index))
+        with_scratch(|scratch| {
+            self.load_by(src, opts, scratch, |src, index| {
+                scan::scan_with(kernel, src, index)
+            })
+        })
     }
 
     /// [`Document::load`] with `stage1` as stage 1, which must be one of
@@ -102,6 +119,7 @@ impl<'a> Document<'a> {
         &mut self,
         src: &'a [u8],
         opts: &Options,
+        scratch: &mut validate::Scratch,
         stage1: impl FnOnce(&[u8], &mut Index) -> Result<()>,
     ) -> Result<()> {
         self.unload();
@@ -110,9 +128,7 @@ impl<'a> Document<'a> {
             // SAFETY: `stage1` is stage 1 (see above), so the index is its
             // output for `src`: offsets of bytes of `src`, each string's
             // quotes consecutive entries.
-            with_scratch(|scratch| unsafe {
-                validate::validate_unchecked(src, &mut self.index, opts, scratch)
-            })
+            unsafe { validate::validate_unchecked(src, &mut self.index, opts, scratch) }
         });
         self.grown = self.load_bytes().saturating_sub(held);
         // A load grows only the index.

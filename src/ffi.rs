@@ -87,8 +87,20 @@ impl Default for qjson_value {
     }
 }
 
-/// The memory a reader's results point into (`qjson_scratch`, opaque in
-/// the header): decoded strings and keys, member lists, tapes.
+/// What a reader owns (`qjson_scratch`, opaque in the header), made and
+/// freed with it.
+#[derive(Default)]
+pub struct ReaderMemory {
+    /// What its results point into.
+    results: Scratch,
+    /// The small documents it keeps parsed (see `document::small`): in
+    /// the reader rather than in each thread, so that a small parse and
+    /// every read of its document reach them with no thread-local lookup.
+    small: small::Slots,
+}
+
+/// The memory a reader's results point into: decoded strings and keys,
+/// member lists, tapes.
 #[derive(Default)]
 pub struct Scratch {
     text: Vec<u8>,
@@ -121,7 +133,7 @@ pub struct qjson_reader {
     /// `qjson_parse`: why the text was rejected.
     pub error: qjson_error,
     /// Owned by the reader; made and freed with it.
-    scratch: *mut Scratch,
+    scratch: *mut ReaderMemory,
 }
 
 // The layouts the header promises (x86_64 and other LP64 targets).
@@ -227,7 +239,7 @@ pub extern "C" fn qjson_reader_new() -> *mut qjson_reader {
                 offset: 0,
                 message: [0; 256],
             },
-            scratch: Box::into_raw(Box::<Scratch>::default()),
+            scratch: Box::into_raw(Box::<ReaderMemory>::default()),
         }))
     })
     .unwrap_or(ptr::null_mut())
@@ -249,19 +261,31 @@ pub unsafe extern "C" fn qjson_reader_free(reader: *mut qjson_reader) {
     drop(unsafe { Box::from_raw(reader.scratch) });
 }
 
-/// The reader's results and its scratch memory, borrowed separately.
+/// The reader's results, the memory they point into and its small
+/// documents, borrowed separately.
 ///
 /// # Safety
 /// `reader` is NULL or a live reader from `qjson_reader_new`, not used
 /// elsewhere during the borrow.
-unsafe fn split<'r>(reader: *mut qjson_reader) -> Option<(&'r mut qjson_reader, &'r mut Scratch)> {
+unsafe fn split<'r>(
+    reader: *mut qjson_reader,
+) -> Option<(&'r mut qjson_reader, &'r mut Scratch, &'r mut small::Slots)> {
     // SAFETY: the caller guarantees reader is NULL or live and unaliased;
-    // its scratch is a separate allocation it owns.
+    // its memory is a separate allocation it owns.
     let reader = unsafe { reader.as_mut() }?;
     // SAFETY: as above; a reader made elsewhere than qjson_reader_new may
     // carry NULL here, which is refused.
-    let scratch = unsafe { reader.scratch.as_mut() }?;
-    Some((reader, scratch))
+    let memory = unsafe { reader.scratch.as_mut() }?;
+    Some((reader, &mut memory.results, &mut memory.small))
+}
+
+/// The small documents of `reader`, or `None` for NULL.
+///
+/// # Safety
+/// As [`split`].
+unsafe fn small_slots<'r>(reader: *mut qjson_reader) -> Option<&'r mut small::Slots> {
+    // SAFETY: the caller's guarantees are split's.
+    unsafe { split(reader) }.map(|(_, _, small)| small)
 }
 
 /// Parses and validates `json[0..len)`; on success sets `reader.count` to
@@ -302,10 +326,11 @@ pub unsafe extern "C" fn qjson_parse(
 }
 
 /// Parses and validates `json[0..len)` (at most `QJSON_SMALL_MAX_BYTES`)
-/// into memory this thread keeps, and fills `block` (allocated by the
+/// into memory `reader` keeps, and fills `block` (allocated by the
 /// caller) to name the document; returns the document's handle for reads
 /// (the block's address, tagged: see `is_small`), or NULL with the reason
-/// in `reader.error` as `qjson_parse`. See `document::small`.
+/// in `reader.error` as `qjson_parse` (`QJSON_BAD_ARGUMENT`, reported
+/// nowhere, for a NULL reader). See `document::small`.
 ///
 /// # Safety
 /// As `qjson_parse`, with the text alive and unchanged as long as the
@@ -319,14 +344,17 @@ pub unsafe extern "C" fn qjson_parse_small(
     block: *mut small::Block,
     reader: *mut qjson_reader,
 ) -> *mut qjson_doc {
+    // SAFETY: the caller guarantees reader is NULL or live; parse_with
+    // borrows the reader itself, never its memory.
+    let slots = unsafe { small_slots(reader) };
     let load = |input: &'static [u8], opts: &Options| {
         // SAFETY: the caller guarantees block is NULL or valid for writes.
-        let Some(block) = (unsafe { block.as_mut() }) else {
+        let (Some(block), Some(slots)) = (unsafe { block.as_mut() }, slots) else {
             return Err(Error::new(ErrorCode::BadArgument, 0));
         };
-        // SAFETY: one call of the module's; the text and the block stay
-        // as long as the handle is used.
-        unsafe { small::parse(input, opts, block) }?;
+        // SAFETY: the text and the block stay as long as the handle is
+        // used (the caller's guarantee).
+        unsafe { slots.parse(input, opts, block) }?;
         Ok(0)
     };
     // SAFETY: the caller's guarantees are parse_with's.
@@ -482,20 +510,20 @@ unsafe fn with_reader(
     body: impl FnOnce(&mut qjson_doc, &mut qjson_reader, &mut Scratch) -> c_int,
 ) -> c_int {
     guarded(|| {
+        // SAFETY: the caller guarantees reader is NULL or live.
+        let Some((reader, scratch, slots)) = (unsafe { split(reader) }) else {
+            return ErrorCode::BadArgument as c_int;
+        };
         let doc = if is_small(doc) {
-            // SAFETY: the caller guarantees a block qjson_parse_small filled;
-            // the reference is dropped before this call returns.
-            unsafe { small::attach(small_block(doc)) }
+            // SAFETY: the caller guarantees a block qjson_parse_small
+            // filled, over a text still alive and unchanged.
+            unsafe { slots.attach(small_block(doc)) }
         } else {
             // SAFETY: the caller guarantees doc is NULL or a live,
             // unaliased document.
             unsafe { doc.as_mut() }
         };
         let Some(doc) = doc else {
-            return ErrorCode::BadArgument as c_int;
-        };
-        // SAFETY: the caller guarantees reader is NULL or live.
-        let Some((reader, scratch)) = (unsafe { split(reader) }) else {
             return ErrorCode::BadArgument as c_int;
         };
         body(doc, reader, scratch)
@@ -1167,6 +1195,53 @@ mod tests {
             SMALL_TAG < align_of::<Document>().min(align_of::<small::Block>()),
             "no document's handle has the tag, every block's address takes it"
         );
+    }
+
+    #[test]
+    fn a_small_document_reads_through_any_reader() {
+        const TEXT: &[u8] = br#"{"order_id":"A-20931","options":{"max_items":25}}"#;
+        let (mine, theirs) = (qjson_reader_new(), qjson_reader_new());
+        let mut block = small::Block::default();
+        let read = |reader: *mut qjson_reader, doc: *mut qjson_doc, path: &[u8]| {
+            // SAFETY: a live reader and the handle of a block on this
+            // frame, over a 'static text; the path is `path.len()` bytes.
+            let rc = unsafe { qjson_get(doc, 0, path.as_ptr().cast(), path.len(), reader) };
+            // SAFETY: a live reader.
+            let value = unsafe { &(*reader).value };
+            (rc, value.type_, value.num)
+        };
+        // SAFETY: a 'static text, a block on this frame and a live reader.
+        let doc = unsafe {
+            qjson_parse_small(
+                TEXT.as_ptr().cast(),
+                TEXT.len(),
+                ptr::null(),
+                &mut block,
+                mine,
+            )
+        };
+        assert!(!doc.is_null());
+        let want = (OK, ValueType::Number as i32, 25.0);
+        // Another reader's slots do not hold it: it is parsed there again.
+        assert_eq!(read(theirs, doc, b"options.max_items"), want);
+        assert_eq!(read(mine, doc, b"options.max_items"), want);
+        // The slots are the reader's: with none, nothing is parsed.
+        // SAFETY: as above, with no reader.
+        let none = unsafe {
+            qjson_parse_small(
+                TEXT.as_ptr().cast(),
+                TEXT.len(),
+                ptr::null(),
+                &mut block,
+                ptr::null_mut(),
+            )
+        };
+        assert!(none.is_null());
+        // SAFETY: readers from qjson_reader_new, not used again.
+        unsafe {
+            qjson_reader_free(mine);
+            qjson_reader_free(theirs);
+        }
     }
 
     #[test]
