@@ -7,7 +7,7 @@
 -- (default 0, 30 000 and 300 000: about 0, 4 and 44 MB of Lua heap).
 -- The collector's work per byte allocated, and the cache lines a decode
 -- touches that it last touched a cycle ago, grow with the Lua heap. A
--- small text's document lives in memory each thread keeps (src/document/
+-- small text's document lives in memory the reader keeps (src/document/
 -- small.rs) and is named by a block in the Lua heap, so what a decode
 -- costs beyond cjson's at any heap size is what it allocates there (the
 -- proxy state and the block) and its native work. (Before, each small
