@@ -1,6 +1,7 @@
 -- A small document decoded and read while the Lua heap holds many live
 -- objects, as a gateway worker's does (routes, caches, configuration):
--- qjson beside cjson, in one process.
+-- qjson's proxies (`qjson.decode`) and plain tables (`lazy = false`)
+-- beside cjson, in one process.
 --
 --   luajit benches/heap_pacing.lua [LIVE_TABLES...]
 --
@@ -10,16 +11,18 @@
 -- small text's document lives in memory the reader keeps (src/document/
 -- small.rs) and is named by a block in the Lua heap, so what a decode
 -- costs beyond cjson's at any heap size is what it allocates there (the
--- proxy state and the block) and its native work. (Before, each small
+-- proxy state and the block) and its native work. An eager decode of a
+-- small text builds its tables from a shape (lua/qjson/shapes.lua) and
+-- allocates those alone, half of what cjson's do. (Before, each small
 -- document had native memory of its own, freed a collection cycle later:
 -- a cycle's worth of them was alive at once, as cold as the cycle was
 -- long.)
 --
 -- With a large heap one collection cycle costs tens of milliseconds and
 -- comes every few hundred thousand decodes, and a cycle is paid by
--- whichever library allocates when it is due. So the two libraries run
--- in alternating blocks over many cycles, and each one's time is the sum
--- of its blocks. cjson is OpenResty's fork from QJSON_BASELINES (a
+-- whichever library allocates when it is due. So the libraries run in
+-- alternating blocks over many cycles, and each one's time is the sum of
+-- its blocks. cjson is OpenResty's fork from QJSON_BASELINES (a
 -- tools/baselines.sh build, as `make bench` sets it) when given, else the
 -- first on package.cpath (`LUA_CPATH="target/baselines/?.so;;"` works too).
 
@@ -57,7 +60,20 @@ local function block_of(decode, n)
     return assert(loadstring(BLOCK_SOURCE, "=block"))(decode, TOOL, n or BLOCK)
 end
 
-local cjson_block, qjson_block = block_of(cjson.decode), block_of(qjson.decode)
+local EAGER = { lazy = false }
+local function eager(text)
+    return qjson.decode(text, EAGER)
+end
+
+-- The libraries, in the order they run and print.
+local LIBRARIES = {
+    { name = "cjson", decode = cjson.decode },
+    { name = "qjson.decode", decode = qjson.decode },
+    { name = "lazy = false", decode = eager },
+}
+for _, lib in ipairs(LIBRARIES) do
+    lib.block = block_of(lib.decode)
+end
 
 -- Bytes of Lua objects one decode and its reads allocate: the collector's
 -- work is charged by the byte, and it is what grows with the heap. (A
@@ -82,30 +98,43 @@ local function measure(live_tables)
     end
     collectgarbage()
     local heap_mb = collectgarbage("count") / 1024
-    -- Warm-up for both, long enough for a few collection cycles even with
+    -- Warm-up for each, long enough for a few collection cycles even with
     -- the largest heap (a worker runs for days: the steady state is what
     -- counts), then the timed blocks in turn.
     for _ = 1, WARM_UP_BLOCKS do
-        cjson_block()
-        qjson_block()
+        for _, lib in ipairs(LIBRARIES) do
+            lib.block()
+        end
     end
-    local cj, qj = 0, 0
+    local seconds = {}
+    for i = 1, #LIBRARIES do
+        seconds[i] = 0
+    end
     for _ = 1, BLOCKS do
-        cj = cj + cjson_block()
-        qj = qj + qjson_block()
+        for i, lib in ipairs(LIBRARIES) do
+            seconds[i] = seconds[i] + lib.block()
+        end
     end
     local n = BLOCK * BLOCKS
-    print(string.format("%7d live tables (%3.0f MB Lua heap): tool-call decode + 2 reads, "
-        .. "cjson %4.0f ns, qjson %4.0f ns (%.2fx)",
-        live_tables, heap_mb, cj / n * 1e9, qj / n * 1e9, cj / qj))
+    local cells = {}
+    for i, lib in ipairs(LIBRARIES) do
+        cells[i] = string.format("%s %4.0f ns", lib.name, seconds[i] / n * 1e9)
+        if i > 1 then
+            cells[i] = cells[i] .. string.format(" (%.2fx)", seconds[1] / seconds[i])
+        end
+    end
+    print(string.format("%7d live tables (%3.0f MB Lua heap): tool-call decode + 2 reads, %s",
+        live_tables, heap_mb, table.concat(cells, ", ")))
     -- (Returned, so the tables stay reachable to the last block: compiled
     -- code need not keep a local it no longer reads.)
     return live
 end
 
-print(string.format(
-    "Lua objects allocated per decode + 2 reads: cjson %.0f bytes, qjson %.0f bytes",
-    allocated(cjson.decode), allocated(qjson.decode)))
+local sizes_of = {}
+for i, lib in ipairs(LIBRARIES) do
+    sizes_of[i] = string.format("%s %.0f bytes", lib.name, allocated(lib.decode))
+end
+print("Lua objects allocated per decode + 2 reads: " .. table.concat(sizes_of, ", "))
 local sizes = { ... }
 if #sizes == 0 then
     sizes = { 0, 30000, 300000 }
