@@ -1210,32 +1210,22 @@ mod tests {
             let value = unsafe { &(*reader).value };
             (rc, value.type_, value.num)
         };
-        // SAFETY: a 'static text, a block on this frame and a live reader.
-        let doc = unsafe {
-            qjson_parse_small(
-                TEXT.as_ptr().cast(),
-                TEXT.len(),
-                ptr::null(),
-                &mut block,
-                mine,
-            )
+        let block = &raw mut block;
+        let parse = |reader: *mut qjson_reader| {
+            // SAFETY: a 'static text, a block on this frame, and a live
+            // reader or NULL.
+            unsafe {
+                qjson_parse_small(TEXT.as_ptr().cast(), TEXT.len(), ptr::null(), block, reader)
+            }
         };
+        let doc = parse(mine);
         assert!(!doc.is_null());
         let want = (OK, ValueType::Number as i32, 25.0);
         // Another reader's slots do not hold it: it is parsed there again.
         assert_eq!(read(theirs, doc, b"options.max_items"), want);
         assert_eq!(read(mine, doc, b"options.max_items"), want);
         // The slots are the reader's: with none, nothing is parsed.
-        // SAFETY: as above, with no reader.
-        let none = unsafe {
-            qjson_parse_small(
-                TEXT.as_ptr().cast(),
-                TEXT.len(),
-                ptr::null(),
-                &mut block,
-                ptr::null_mut(),
-            )
-        };
+        let none = parse(ptr::null_mut());
         assert!(none.is_null());
         // SAFETY: readers from qjson_reader_new, not used again.
         unsafe {
