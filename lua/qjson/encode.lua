@@ -540,17 +540,25 @@ local function copy(base, from, to)
     pending_base, pending_from, pending_to = base, from, to
 end
 
+-- Writes `key`, added to an object (change record rec), and its value,
+-- after a comma when something comes before it (`kept`); returns whether
+-- something now does.
+local function put_added_key(rec, key, kept, depth)
+    local v = object_value(rec, key)
+    if v == DELETED or skipped(v) then
+        return kept
+    end
+    if kept then buf:put(",") end
+    put_key(key)
+    put_value(v, depth)
+    return true
+end
+
 -- The keys added to an object (change record rec), each after a comma
 -- when something comes before it (`kept`: a source member stays).
 local function put_added(rec, kept, depth)
     for _, key in next_added, rec, ADDED_START do
-        local v = object_value(rec, key)
-        if v ~= DELETED and not skipped(v) then
-            if kept then buf:put(",") end
-            kept = true
-            put_key(key)
-            put_value(v, depth)
-        end
+        kept = put_added_key(rec, key, kept, depth)
     end
 end
 
@@ -773,7 +781,9 @@ local function put_one_key(st, src, rec)
     local b, at = last_byte(src, to - 1)
     copy(base, 0, at)
     flush()
-    put_added(rec, b ~= OPEN_OBJECT, d)
+    -- (Its one key, with no loop: a loop run once a call made the
+    -- compiled encode of a handler abort, "inner loop in root trace".)
+    put_added_key(rec, rec[FIELDS + 3], b ~= OPEN_OBJECT, d)
     copy(base, at, #src)
     flush()
 end

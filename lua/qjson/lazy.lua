@@ -525,7 +525,10 @@ end
 local function live_ptr(st)
     local address = st[PTR]
     if not address then error(FREED, 0) end
-    return ffi_cast(DOC_PTR, address)
+    -- Not a tail call: a builtin's ends the trace of a function that got
+    -- one of its own ("leaving loop in root trace").
+    local ptr = ffi_cast(DOC_PTR, address)
+    return ptr
 end
 _M.live_ptr = live_ptr
 
