@@ -167,25 +167,39 @@ local function assert_functions_compile(fn, funcs)
     end)
 end
 
+-- Fails if `pick` finds lines in what tracing `fn` gave (see `trace`) on
+-- every attempt; `what` says what they are.
+local function assert_none(fn, pick, what)
+    local complaint
+    for _ = 1, ATTEMPTS do
+        local found = pick(trace(fn))
+        if #found == 0 then
+            return
+        end
+        complaint = what .. ":\n  " .. concat(found, "\n  ")
+    end
+    error(complaint, 3)
+end
+
+-- The lines of `lines` holding `text` but not `unless`.
+local function lines_with(lines, text, unless)
+    local found = {}
+    for _, line in ipairs(lines) do
+        if find(line, text, 1, true) and not (unless and find(line, unless, 1, true)) then
+            found[#found + 1] = line
+        end
+    end
+    return found
+end
+
 -- Fails if any trace `fn` starts aborts on an NYI (but for side traces,
 -- "return to lower frame", see trace). For code whose calls into
 -- string.buffer and table.sort stitch, and whose short inner loops get
 -- traces of their own: the encoder's splicing.
 local function assert_no_nyi(fn)
-    local complaint
-    for _ = 1, ATTEMPTS do
-        local nyi = {}
-        for _, line in ipairs(trace(fn).log) do
-            if find(line, "NYI", 1, true) and not find(line, "return to lower frame", 1, true) then
-                nyi[#nyi + 1] = line
-            end
-        end
-        if #nyi == 0 then
-            return
-        end
-        complaint = "NYI in the hot path:\n  " .. concat(nyi, "\n  ")
-    end
-    error(complaint, 2)
+    assert_none(fn, function(result)
+        return lines_with(result.log, "NYI", "return to lower frame")
+    end, "NYI in the hot path")
 end
 
 -- Fails if a trace started at the entry of one of qjson's functions
@@ -194,20 +208,9 @@ end
 -- loop or handler around it aborts with it. For code whose other aborts
 -- assert_no_nyi judges.
 local function assert_no_loop_exits(fn)
-    local complaint
-    for _ = 1, ATTEMPTS do
-        local exits = {}
-        for _, line in ipairs(trace(fn).problems) do
-            if find(line, "leaving loop in root trace", 1, true) then
-                exits[#exits + 1] = line
-            end
-        end
-        if #exits == 0 then
-            return
-        end
-        complaint = "a loop left in a function's trace:\n  " .. concat(exits, "\n  ")
-    end
-    error(complaint, 2)
+    assert_none(fn, function(result)
+        return lines_with(result.problems, "leaving loop in root trace")
+    end, "a loop left in a function's trace")
 end
 
 -- Never compiled: a loop calling it stays in the interpreter.
