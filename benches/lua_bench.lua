@@ -13,6 +13,9 @@
 --   QUICK=1 ...                                  a few calls per row, one
 --                                                round: checks the harness,
 --                                                not the speed
+--   HANDLERS=1 ...                               each call in a coroutine of
+--                                                its own, as nginx runs a
+--                                                handler (see `as_handler`)
 --
 -- Per workload: each library warmed up with 50 calls, or a second of them
 -- (so the JIT compiles the loops), a full GC, then 9 rounds in which every
@@ -58,6 +61,7 @@ local ROUNDS = QUICK and 1 or 9
 local ROUND_SECONDS = QUICK and 0 or 0.05
 local WARMUP = QUICK and 2 or 50
 local WARMUP_SECONDS = QUICK and 0 or 1
+local HANDLERS = os.getenv("HANDLERS") == "1"
 
 ffi.cdef [[
     struct qjson_bench_timespec { long tv_sec; long tv_nsec; };
@@ -759,6 +763,26 @@ local function own(fn, copies)
     return copy
 end
 
+-- `fn` called as nginx calls a handler: in a coroutine of its own, so
+-- that no trace spans two calls (HANDLERS=1). Timed in the harness's
+-- loop, a workload is compiled inline into that loop's trace, and a side
+-- trace that cannot find its way back to the loop ("loop unroll limit
+-- reached") is given up after a few tries, its exit then running
+-- interpreted for the rest of the process; which exits get there changes
+-- from process to process, and so do the tool call's change rows
+-- (docs/benchmarks.md, "Small documents"). The coroutine's creation is in
+-- every library's time, as nginx's is.
+local function as_handler(fn)
+    local create, resume = coroutine.create, coroutine.resume
+    return function(s)
+        local ok, out = resume(create(fn), s)
+        if not ok then
+            error(out, 0)
+        end
+        return out
+    end
+end
+
 -- The median, least and greatest of the numbers in `list`, left as it
 -- is. Its length is odd wherever it is called: ROUNDS (1 or 9) rounds,
 -- or their ratios.
@@ -782,7 +806,8 @@ local function measure(checked, texts)
     local n = #texts
     local libs, calls, fns = {}, {}, {}
     for _, lib in ipairs(LIBRARIES) do
-        local fn = checked[lib] and own(checked[lib])
+        local fn = checked[lib]
+        fn = fn and own(HANDLERS and as_handler(fn) or fn)
         fns[lib] = fn
         if fn then
             libs[#libs + 1] = lib

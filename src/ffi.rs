@@ -90,7 +90,7 @@ impl Default for qjson_value {
 /// What a reader owns (`qjson_scratch`, opaque in the header), made and
 /// freed with it.
 #[derive(Default)]
-pub struct ReaderMemory {
+struct ReaderMemory {
     /// What its results point into.
     results: Scratch,
     /// The small documents it keeps parsed (see `document::small`): in

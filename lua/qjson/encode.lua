@@ -781,8 +781,9 @@ local function put_one_key(st, src, rec)
     local b, at = last_byte(src, to - 1)
     copy(base, 0, at)
     flush()
-    -- (Its one key, with no loop: a loop run once a call made the
-    -- compiled encode of a handler abort, "inner loop in root trace".)
+    -- (Its one key, with no loop: put_added's loop, run once a call, left
+    -- its function's trace every call, "leaving loop in root trace", and
+    -- aborted the traces around it, "inner loop in root trace".)
     put_added_key(rec, rec[FIELDS + 3], b ~= OPEN_OBJECT, d)
     copy(base, at, #src)
     flush()

@@ -83,7 +83,7 @@ impl Default for Block {
     }
 }
 
-/// Stamps not yet handed to a thread (0 is none).
+/// Stamps not yet handed to a set of slots (0 is none).
 static STAMPS: AtomicU64 = AtomicU64::new(1);
 
 /// Stamps a [`Slots`] takes from [`STAMPS`] at a time.
