@@ -3,7 +3,8 @@
  * number of times, through benches/simdjson_shim.cpp's library: the
  * simdjson side of tools/stage1_insns.sh, as benches/insns.rs is qjson's.
  * Two runs that differ only in the number of scans differ by exactly
- * that many scans' instructions.
+ * that many scans' instructions. Prints "entries N": the structurals
+ * stage 1 indexed (none printed by a shim older than that count).
  *
  *   simdjson_stage1 SHIM KERNEL SCANS FILE    (KERNEL: haswell, fallback, ...)
  *
@@ -15,6 +16,7 @@
 
 typedef void *(*open_fn)(const char *kernel, const char *bytes, size_t len);
 typedef int (*parse_fn)(void *parsers);
+typedef size_t (*count_fn)(void *parsers);
 
 int main(int argc, char **argv) {
     if (argc != 5) {
@@ -56,6 +58,10 @@ int main(int argc, char **argv) {
             fprintf(stderr, "simdjson_stage1: %s is rejected\n", argv[4]);
             return 1;
         }
+    }
+    count_fn structurals = (count_fn)dlsym(lib, "qjson_simdjson_structurals");
+    if (structurals != NULL) {
+        printf("entries %zu\n", structurals(parsers));
     }
     return 0;
 }

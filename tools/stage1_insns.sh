@@ -3,7 +3,9 @@
 # corpus file: qjson's kernels (benches/insns.rs) beside simdjson's
 # matching kernel (tools/simdjson_stage1.c through the shim that make
 # bench builds, target/simdjson/libsimdjson_shim.so; skipped with a note
-# when it is missing).
+# when it is missing); and the offsets each writes per block (qjson's
+# index entries, simdjson's structurals: qjson also indexes every
+# string's closing quote, which is what makes a string's length O(1)).
 #
 #   tools/stage1_insns.sh [KERNEL...]    default: avx2 scalar
 #
@@ -36,18 +38,22 @@ if [ -f "$shim" ]; then
     fi
 fi
 
-# Instructions of `$@ SCANS FILE`: 30 scans minus 10, over 20.
+# "INSTRUCTIONS ENTRIES" of `$@ SCANS FILE`: the instructions of 30
+# scans minus 10, over 20, and the offsets a scan wrote (the program's
+# "entries N" line; "-" when it prints none).
 per_scan() {
     local file=$1 a b
     shift
     a=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 10 "$file" 2>&1 |
         awk '/I *refs:/ { gsub(",", "", $4); print $4 }')
     b=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 30 "$file" 2>&1 |
-        awk '/I *refs:/ { gsub(",", "", $4); print $4 }')
-    echo $(((b - a) / 20))
+        awk '/I *refs:/ { gsub(",", "", $4); i = $4 } /^entries / { e = $2 }
+             END { print i, (e == "" ? "-" : e) }')
+    echo $(((${b% *} - a) / 20)) "${b#* }"
 }
 
-printf '%-18s %-7s %12s %12s %-9s %12s %7s\n' file kernel "qjson/scan" "qjson/block" simdjson "sj/block" ratio
+printf '%-18s %-7s %12s %12s %8s %-9s %12s %8s %7s\n' file kernel "qjson/scan" "qjson/block" \
+    "q ent/b" simdjson "sj/block" "sj ent/b" ratio
 for name in twitter citm_catalog canada; do
     file=$data/corpus/$name.json
     blocks=$(( ($(stat -c %s "$file") + 63) / 64 ))
@@ -57,16 +63,19 @@ for name in twitter citm_catalog canada; do
         scalar) sj=fallback ;;
         *) sj="" ;;
         esac
-        q=$(per_scan "$file" "$insns" "$kernel")
-        s=""
+        read -r q qe < <(per_scan "$file" "$insns" "$kernel")
+        s="" se="-"
         if [ -n "$driver" ] && [ -n "$sj" ]; then
-            s=$(per_scan "$file" "$driver" "$shim" "$sj")
+            read -r s se < <(per_scan "$file" "$driver" "$shim" "$sj")
         fi
-        awk -v f="$name.json" -v k="$kernel" -v q="$q" -v b="$blocks" -v sj="${sj:--}" -v s="$s" 'BEGIN {
-            if (s == "") printf "%-18s %-7s %12d %12.1f %-9s %12s %7s\n", f, k, q, q / b, "-", "-", "-"
-            else printf "%-18s %-7s %12d %12.1f %-9s %12.1f %6.2fx\n", f, k, q, q / b, sj, s / b, q / s
+        awk -v f="$name.json" -v k="$kernel" -v q="$q" -v qe="$qe" -v b="$blocks" -v sj="${sj:--}" \
+            -v s="$s" -v se="$se" 'BEGIN {
+            qeb = (qe == "-") ? "-" : sprintf("%.2f", qe / b)
+            seb = (se == "-") ? "-" : sprintf("%.2f", se / b)
+            if (s == "") printf "%-18s %-7s %12d %12.1f %8s %-9s %12s %8s %7s\n", f, k, q, q / b, qeb, "-", "-", "-", "-"
+            else printf "%-18s %-7s %12d %12.1f %8s %-9s %12.1f %8s %6.2fx\n", f, k, q, q / b, qeb, sj, s / b, seb, q / s
         }'
     done
 done
 [ -n "$driver" ] || echo "(no simdjson figures: $shim is missing; make bench builds it)"
-echo "(stage 1 alone, instructions per scan and per 64-byte block under $(valgrind --version); ratio = qjson / simdjson)"
+echo "(stage 1 alone, instructions per scan and per 64-byte block under $(valgrind --version); ent/b: offsets written per block; ratio = qjson / simdjson instructions)"
