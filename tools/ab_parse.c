@@ -20,6 +20,7 @@
  * ALIGN=N places the text N bytes (0-63) past the start of a cache line
  * (by default it is where malloc puts it: 16 bytes past one for a file of
  * megabytes, where a large Lua string's text is 40 bytes past one);
+ * DUPLICATE_KEYS=error parses under that policy (default: last wins);
  * tools/ab_parse.sh builds revisions and runs this over several files
  * (docs/benchmarks.md, "Comparing two builds").
  */
@@ -28,6 +29,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 typedef struct {
@@ -102,7 +104,13 @@ int main(int argc, char **argv) {
     fclose(f);
 
     struct build builds[2] = {{.path = argv[1]}, {.path = argv[2]}};
-    const options opts = {1000, 0};
+    const char *policy = getenv("DUPLICATE_KEYS");
+    const int strict = policy && !strcmp(policy, "error");
+    if (policy && *policy && !strict && strcmp(policy, "last")) {
+        fprintf(stderr, "ab_parse: DUPLICATE_KEYS is error or last, not %s\n", policy);
+        return 2;
+    }
+    const options opts = {1000, strict};
     if (rounds < 1) {
         fprintf(stderr, "ab_parse: ROUNDS must be at least 1\n");
         return 2;

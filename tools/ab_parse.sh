@@ -9,7 +9,8 @@
 #
 # A and B are each a built libqjson.so or a git revision, which is built
 # (release) under target/ab/<commit>/ the first time. QJSON_KERNEL pins
-# both builds' kernel; ALIGN=N puts the text N bytes (0-63) past the
+# both builds' kernel; DUPLICATE_KEYS=error parses under that policy;
+# ALIGN=N puts the text N bytes (0-63) past the
 # start of a cache line; run A against itself to see the noise a
 # difference has to exceed (docs/benchmarks.md, "Comparing two builds").
 set -euo pipefail
