@@ -164,6 +164,23 @@ workloads = {
         end
         return n + k
     end,
+    -- Every member of each of github-100k's 54 issue objects of 23 keys
+    -- through pairs, then its title: under "last wins" qjson's pairs
+    -- builds each object's key table (which drops repeated keys) and the
+    -- title is looked up in it. Run directly with a small N, as
+    -- github-get.
+    ["github-wide"] = function(lib, k)
+        GITHUB = GITHUB or payloads.github(100e3)
+        local t, n = lib.decode(GITHUB), 0
+        for i = 1, lib.len(t) do
+            local issue = t[i]
+            for _ in lib.pairs(issue) do
+                n = n + 1
+            end
+            n = n + #issue.title
+        end
+        return n + k
+    end,
     ["esc-read"] = function(lib, k)
         local t = lib.decode(CJK_ESCAPED)
         local messages, n = t.messages, 0
@@ -182,10 +199,11 @@ local libraries = {
         materialize = function(s) return qjson.materialize(qjson.decode(s)) end,
         encode = qjson.encode,
         len = qjson.len,
+        pairs = qjson.pairs,
     },
     cjson = { decode = cjson.decode, eager = cjson.decode, materialize = cjson.decode,
               encode = cjson.encode,
-              len = function(t) return #t end },
+              len = function(t) return #t end, pairs = pairs },
 }
 
 -- luajit benches/insn_loops.lua --bytes LIB:WORKLOAD: the Lua heap

@@ -15,7 +15,7 @@
 //!   the entry of every element (4 bytes each), in one walk.
 //! * **Objects.** Objects of at most [`PAIRWISE_MAX`] members are always
 //!   walked. A larger one is walked for its first [`WALKS`] searches, and
-//!   the next builds its table: a [`KeyTable`] of its keys (the last of
+//!   the next builds its table: a key table of its keys (the last of
 //!   each repeated key under "last wins") plus its count of distinct keys,
 //!   at most 8 bytes per member. The table also answers `len` and which
 //!   members iteration shows, each of which builds it at once.
@@ -46,7 +46,7 @@
 
 use super::Tree;
 use crate::index::Index;
-use crate::validate::duplicates::{KeyTable, PAIRWISE_MAX, decoded, find, table_len};
+use crate::validate::duplicates::{PAIRWISE_MAX, Placement, decoded, fill, find, table_len};
 
 /// How far past a remembered position (or the start) a read may step
 /// before the array gets a table.
@@ -106,7 +106,8 @@ pub struct Lookup {
 #[derive(Debug, Default)]
 struct Buffers {
     /// Every table, back to back. An array's table is its element entries;
-    /// an object's is its distinct-key count, then its [`KeyTable`] slots.
+    /// an object's is its first word (see [`ObjectTable`]), then its
+    /// key table's slots (`crate::validate::duplicates`).
     words: Vec<u32>,
     /// Where each table starts in `words`, by table number.
     tables: Vec<usize>,
@@ -115,6 +116,35 @@ struct Buffers {
     /// A JSON Pointer token with `~` escapes, decoded (see
     /// [`Lookup::take_token`]).
     token: Vec<u8>,
+}
+
+/// Set in an object table's first word when its keys are placed by
+/// SipHash (see [`Placement`]); the rest of the word is its count of
+/// distinct keys, which is below 2^31.
+const SIP_TABLE: u32 = 1 << 31;
+
+/// An object's table in the buffers' words: its first word (the count of
+/// distinct keys and the placement), then its slots.
+struct ObjectTable {
+    slots: core::ops::Range<usize>,
+    distinct: u32,
+    placement: Placement,
+}
+
+impl ObjectTable {
+    /// The table of `len` slots whose first word is `words[start]`.
+    fn read(words: &[u32], start: usize, len: usize) -> ObjectTable {
+        let first = words[start];
+        ObjectTable {
+            slots: start + 1..start + 1 + len,
+            distinct: first & !SIP_TABLE,
+            placement: if first & SIP_TABLE == 0 {
+                Placement::Quick
+            } else {
+                Placement::Sip
+            },
+        }
+    }
 }
 
 /// The buffers in `slot`, made now if there are none yet. (A function of
@@ -266,17 +296,17 @@ impl Lookup {
         }
     }
 
-    /// Where the [`KeyTable`] slots of the object at `obj`, which has more
-    /// than [`PAIRWISE_MAX`] members, start in the buffers' words, and how
-    /// many there are: built now if it has none yet. (Its walks are counted
-    /// by [`Lookup::member`], which asks for the table after [`WALKS`].)
+    /// The table of the object at `obj`, which has more than
+    /// [`PAIRWISE_MAX`] members: built now if it has none yet. (Its walks
+    /// are counted by [`Lookup::member`], which asks for the table after
+    /// [`WALKS`].)
     fn object_table(
         &mut self,
         src: &[u8],
         index: &mut Index,
         obj: u32,
         last_wins: bool,
-    ) -> (usize, usize) {
+    ) -> ObjectTable {
         let tree = tree(src, index);
         let count = tree.count(obj);
         debug_assert!(count as usize > PAIRWISE_MAX);
@@ -286,25 +316,28 @@ impl Lookup {
         // Only now: an object that is walked makes no buffers.
         let b = buffers(&mut self.buffers);
         if state > WALKS {
-            return (b.tables[(state - WALKS - 1) as usize], len);
+            let start = b.tables[(state - WALKS - 1) as usize];
+            return ObjectTable::read(&b.words, start, len);
         }
         let table = Self::new_table(b);
         let start = b.words.len();
         b.words.resize(start + 1 + len, 0);
-        let mut keys = KeyTable::new(&mut b.words[start + 1..]);
-        let mut distinct = 0;
-        for key in tree.keys(obj) {
-            let bytes = decoded(&tree, key, &mut b.key);
-            if keys
-                .insert(&tree, key, bytes, last_wins, &mut self.work)
-                .is_none()
-            {
-                distinct += 1;
-            }
-        }
-        b.words[start] = distinct;
+        let filled = fill(
+            &mut b.words[start + 1..],
+            &tree,
+            tree.keys(obj),
+            last_wins,
+            false,
+            &mut b.key,
+            &mut self.work,
+        );
+        b.words[start] = filled.distinct
+            | match filled.placement {
+                Placement::Quick => 0,
+                Placement::Sip => SIP_TABLE,
+            };
         index.links[slot] = WALKS + 1 + table;
-        (start, len)
+        ObjectTable::read(&b.words, start, len)
     }
 
     /// The value entry of member `want` (decoded bytes) of the object at
@@ -359,12 +392,16 @@ impl Lookup {
         want: &[u8],
         last_wins: bool,
     ) -> (Option<u32>, bool) {
-        let (start, len) = self.object_table(src, index, obj, last_wins);
+        let table = self.object_table(src, index, obj, last_wins);
         let words = &buffers(&mut self.buffers).words;
-        // The table's first word is the object's count of distinct keys.
-        let any_repeated = words[start] != count;
-        let keys = &words[start + 1..start + 1 + len];
-        let found = find(keys, &tree(src, index), want, &mut self.work);
+        let any_repeated = table.distinct != count;
+        let found = find(
+            &words[table.slots.clone()],
+            table.placement,
+            &tree(src, index),
+            want,
+            &mut self.work,
+        );
         (found.map(|key| key + 3), any_repeated)
     }
 
@@ -382,8 +419,7 @@ impl Lookup {
             return count;
         }
         if count as usize > PAIRWISE_MAX {
-            let (start, _) = self.object_table(src, index, obj, last_wins);
-            return buffers(&mut self.buffers).words[start];
+            return self.object_table(src, index, obj, last_wins).distinct;
         }
         let mut keys = [0; PAIRWISE_MAX];
         let n = self.small_keys(src, index, obj, &mut keys);
@@ -458,12 +494,15 @@ impl Lookup {
         }
         // (`out` holds every member: its length is the object's count.)
         if out.len() > PAIRWISE_MAX {
-            let (start, len) = self.object_table(src, index, obj, last_wins);
+            let table = self.object_table(src, index, obj, last_wins);
             let tree = tree(src, index);
             let b = buffers(&mut self.buffers);
-            let slots = &b.words[start + 1..start + 1 + len];
+            let slots = &b.words[table.slots];
             let (key_buf, work) = (&mut b.key, &mut self.work);
-            out.retain(|&key| find(slots, &tree, decoded(&tree, key, key_buf), work) == Some(key));
+            out.retain(|&key| {
+                let key_bytes = decoded(&tree, key, key_buf);
+                find(slots, table.placement, &tree, key_bytes, work) == Some(key)
+            });
         } else {
             // Small: keep a key unless a later one repeats it.
             let mut keys = [0; PAIRWISE_MAX];

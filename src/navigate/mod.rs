@@ -125,7 +125,7 @@ impl<'a> Tree<'a> {
     }
 
     /// The key entries (opening quotes) of the object at `obj`, in order.
-    pub fn keys(&self, obj: u32) -> impl Iterator<Item = u32> + '_ {
+    pub fn keys(&self, obj: u32) -> impl Iterator<Item = u32> + Clone + '_ {
         let close = self.links[obj as usize];
         let mut k = obj + 1;
         core::iter::from_fn(move || {

@@ -3,31 +3,42 @@
 //!
 //! One structure answers that wherever it is asked: [`KeyTable`], an
 //! open-addressing hash table of key entries over slots its owner
-//! provides. Keys are hashed with SipHash under a key drawn at random once
-//! per process (std's `RandomState`), so an attacker who picks the keys of
-//! a body cannot make them collide: inserts and lookups cost O(1 + key
-//! length) expected, whatever the keys, and a whole object O(its size).
-//! Validation fills a scratch table per object under
-//! `duplicate_keys = "error"` ([`first_repeat`]); navigation keeps one per
-//! object it searches often ([`crate::navigate::lookup`]).
+//! provides, filled by [`fill`] and read by [`find`]. Navigation keeps one
+//! per object it searches often, counts or iterates
+//! ([`crate::navigate::lookup`]); validation under `duplicate_keys =
+//! "error"` ([`first_repeat`]) falls back to one for objects its cheaper
+//! checks cannot settle.
 //!
-//! Validation compares the keys of an object of at most
-//! [`PAIRWISE_CHECK_MAX`] pair by pair: cheaper than anything else at that
-//! size, and O(1) all the same. A larger object's keys are first sorted
-//! into [`BUCKETS`] buckets by a fingerprint (the key's length and its
-//! first and last bytes: unkeyed and cheap, no pass over the whole key),
-//! and each key is compared only with the earlier keys of its bucket
-//! ([`by_fingerprint`]). The keys of real objects mostly differ in those
-//! bytes, so a few comparisons settle the object where SipHash cost a
-//! few hundred instructions a key: with the buckets, the parse of
-//! twitter.json under "error" runs 1.89 times as fast as with the table
-//! for every object, github-100k's 1.55 times (`DUPLICATE_KEYS=error
-//! tools/ab_parse.sh`, docs/benchmarks.md). A key with escapes, or a
-//! bucket holding [`BUCKET_MAX`] keys when another arrives (which keys
-//! chosen to share a fingerprint make), sends the object to the keyed
-//! table: at most `BUCKET_MAX` comparisons a key are spent first, so the
-//! work stays linear whatever the keys. Navigation always walks objects
-//! of at most [`PAIRWISE_MAX`] keys.
+//! A table first places keys [`Placement::Quick`]ly: by a hash of the
+//! key's length and first and last eight bytes (all of a key of up to
+//! 16), under a key drawn at random once per process, a few instructions
+//! a key. Keys that share those bytes share a slot, and keys chosen to
+//! do so would make probing quadratic; so no key may probe more than
+//! [`MAX_PROBES`] slots, and a table where one would is filled again with
+//! [`Placement::Sip`]: SipHash of the whole key under another random key,
+//! which keys chosen by an attacker cannot make collide (inserts and
+//! lookups O(1 + key length) expected, whatever the keys). The quick
+//! attempt costs at most `MAX_PROBES` probes a key, and a lookup in a
+//! quick table at most as many, so an object costs O(its size) either
+//! way. SipHash costs a few hundred instructions a key.
+//!
+//! Validation, which only asks whether an object repeats a key, compares
+//! the keys of an object of at most [`PAIRWISE_CHECK_MAX`] pair by pair
+//! (cheaper than anything else at that size, and O(1) all the same). A
+//! larger object's keys go first into [`BUCKETS`] buckets by an unkeyed
+//! fingerprint of the same bytes, each compared only with the earlier
+//! keys of its bucket ([`by_fingerprint`]): no table to clear, and keys
+//! of real objects mostly differ there, so a few comparisons settle the
+//! object. A key with escapes, or a bucket holding [`BUCKET_MAX`] keys
+//! when another arrives (which keys chosen to share a fingerprint make),
+//! sends the object to a table: at most `BUCKET_MAX` comparisons a key
+//! are spent first. With the buckets, the parse of twitter.json under
+//! "error" runs 1.9 times as fast as with SipHash for every object
+//! (`DUPLICATE_KEYS=error tools/ab_parse.sh`, docs/benchmarks.md);
+//! a quick table for every such object instead took 4.9 million
+//! instructions a parse where the buckets take 3.8 (callgrind: a table to
+//! clear, and more probes, each a key comparison). Navigation
+//! walks objects of at most [`PAIRWISE_MAX`] keys.
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::OnceLock;
@@ -39,6 +50,10 @@ use crate::values::string::unescape_into;
 /// pair by pair by its counts (`crate::navigate::lookup`).
 pub const PAIRWISE_MAX: usize = 16;
 
+/// Objects of up to this many keys are checked pair by pair by
+/// [`first_repeat`]; larger ones by fingerprint.
+const PAIRWISE_CHECK_MAX: usize = 8;
+
 /// Fingerprint buckets of [`by_fingerprint`]: 128.
 const BUCKET_BITS: u32 = 7;
 const BUCKETS: usize = 1 << BUCKET_BITS;
@@ -47,9 +62,12 @@ const BUCKETS: usize = 1 << BUCKET_BITS;
 /// [`KeyTable`] instead.
 const BUCKET_MAX: usize = 8;
 
-/// Objects of up to this many keys are checked pair by pair by
-/// [`first_repeat`]; larger ones by fingerprint.
-const PAIRWISE_CHECK_MAX: usize = 8;
+/// The most slots a key probes in a [`Placement::Quick`] table. At the
+/// table's load (at most 4/7), linear probing with a good hash goes this
+/// far for about one key in 5 000 at the end of filling a large table:
+/// objects of tens of thousands of keys may fall back to SipHash, the
+/// ones handlers read do not.
+pub const MAX_PROBES: u32 = 64;
 
 /// The number of slots a table for `keys` keys (at least 2) needs: 1.75
 /// per key, so the table is at most 4/7 full and takes 7 bytes per key.
@@ -57,10 +75,82 @@ pub fn table_len(keys: usize) -> usize {
     keys + keys / 2 + keys / 4
 }
 
-/// The hash of a decoded key, under the process's random SipHash key.
-fn hash(key: &[u8]) -> u64 {
-    static HASHER: OnceLock<RandomState> = OnceLock::new();
-    HASHER.get_or_init(RandomState::new).hash_one(key)
+/// How a [`KeyTable`] places its keys (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// By a keyed hash of the key's length and ends; no key probes more
+    /// than [`MAX_PROBES`] slots.
+    Quick,
+    /// By keyed SipHash of the whole key.
+    Sip,
+}
+
+/// The process's random keys: SipHash's, and the quick hash's two words.
+fn keys() -> &'static (RandomState, u64, u64) {
+    static KEYS: OnceLock<(RandomState, u64, u64)> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let sip = RandomState::new();
+        let quick = RandomState::new();
+        (sip, quick.hash_one(1u8), quick.hash_one(2u8))
+    })
+}
+
+/// The first and last eight bytes of `key` as words (four, or one byte
+/// at each end and in the middle, for shorter keys): all of a key of up
+/// to 16 bytes.
+#[inline(always)]
+fn ends(key: &[u8]) -> (u64, u64) {
+    let n = key.len();
+    match n {
+        0 => (0, 0),
+        1..=3 => (
+            u64::from(key[0]) | u64::from(key[n / 2]) << 8 | u64::from(key[n - 1]) << 16,
+            0,
+        ),
+        4..=7 => (
+            u64::from(u32::from_le_bytes(key[..4].try_into().expect("4 bytes"))),
+            u64::from(u32::from_le_bytes(
+                key[n - 4..].try_into().expect("4 bytes"),
+            )),
+        ),
+        _ => (
+            u64::from_le_bytes(key[..8].try_into().expect("8 bytes")),
+            u64::from_le_bytes(key[n - 8..].try_into().expect("8 bytes")),
+        ),
+    }
+}
+
+/// The hash of a decoded key under `placement`.
+#[inline(always)]
+fn hash(placement: Placement, key: &[u8]) -> u64 {
+    let (sip, k0, k1) = keys();
+    match placement {
+        Placement::Sip => sip.hash_one(key),
+        Placement::Quick => {
+            // A folded multiply of the two keyed words, and another to
+            // spread what structured keys (`k1`, `k2`, ...) leave in it:
+            // with the first alone, numbered keys probed 1.5 to 2.1 slots
+            // on average depending on the random key, SipHash 1.65-1.75.
+            let (head, tail) = ends(key);
+            let b = tail ^ k1 ^ (key.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            fold(fold(head ^ k0, b) ^ k1, 0x2D35_8DCC_AA6C_78A5)
+        }
+    }
+}
+
+/// The 128-bit product of `a` and `b`, its halves XORed: every bit of
+/// both reaches the high half.
+#[inline(always)]
+fn fold(a: u64, b: u64) -> u64 {
+    let product = u128::from(a) * u128::from(b);
+    (product >> 64) as u64 ^ product as u64
+}
+
+/// The slot where probing for `key` starts in a table of `len` slots: its
+/// hash scaled to the table (no power-of-two size needed).
+#[inline(always)]
+fn home(len: usize, placement: Placement, key: &[u8]) -> usize {
+    ((u128::from(hash(placement, key)) * len as u128) >> 64) as usize
 }
 
 /// The decoded bytes of the key (any string) at entry `e`: a slice of the
@@ -78,43 +168,45 @@ pub fn decoded<'r>(tree: &Tree<'r>, e: u32, buf: &'r mut Vec<u8>) -> &'r [u8] {
 /// An open-addressing (linear probing) hash table of key entries: each
 /// slot holds the entry of a key's opening quote, or 0 for empty (entry 0
 /// is never a key). Lookups compare keys after unescaping.
-pub struct KeyTable<'s> {
+struct KeyTable<'s> {
     slots: &'s mut [u32],
+    placement: Placement,
 }
 
-impl<'s> KeyTable<'s> {
-    /// A table over `slots`, which must be all 0 and hold at least
-    /// [`table_len`] slots for the keys that will be inserted.
-    pub fn new(slots: &'s mut [u32]) -> KeyTable<'s> {
-        debug_assert!(!slots.is_empty());
-        KeyTable { slots }
-    }
+/// A [`Placement::Quick`] insert would have probed past [`MAX_PROBES`].
+struct Crowded;
 
+impl KeyTable<'_> {
     /// Inserts the key at entry `key` whose decoded bytes are `bytes`.
     /// When the table already holds the same key, returns its entry and,
     /// if `replace`, puts `key` in its place. Adds the slots it probed to
     /// `work`.
-    pub fn insert(
+    fn insert(
         &mut self,
         tree: &Tree<'_>,
         key: u32,
         bytes: &[u8],
         replace: bool,
         work: &mut u64,
-    ) -> Option<u32> {
-        let mut at = home(self.slots.len(), bytes);
+    ) -> Result<Option<u32>, Crowded> {
+        let mut at = home(self.slots.len(), self.placement, bytes);
+        let mut probes = 0;
         loop {
             *work += 1;
+            probes += 1;
             let held = self.slots[at];
             if held == 0 {
+                if self.placement == Placement::Quick && probes > MAX_PROBES {
+                    return Err(Crowded);
+                }
                 self.slots[at] = key;
-                return None;
+                return Ok(None);
             }
             if tree.key_is(held, bytes) {
                 if replace {
                     self.slots[at] = key;
                 }
-                return Some(held);
+                return Ok(Some(held));
             }
             at += 1;
             if at == self.slots.len() {
@@ -124,20 +216,82 @@ impl<'s> KeyTable<'s> {
     }
 }
 
-/// The slot where probing for `key` starts in a table of `len` slots: its
-/// hash scaled to the table (no power-of-two size needed).
-fn home(len: usize, key: &[u8]) -> usize {
-    ((u128::from(hash(key)) * len as u128) >> 64) as usize
+/// What [`fill`] made of an object's keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Filled {
+    /// How the table places them, for [`find`].
+    pub placement: Placement,
+    /// How many distinct keys it put in (all of them unless stopped).
+    pub distinct: u32,
+    /// The first key that repeats an earlier one, in `keys` order.
+    pub first_repeat: Option<u32>,
+}
+
+/// Fills `slots` (all 0, at least [`table_len`] of them for `keys`) with
+/// the keys at entries `keys`: quickly if no key probes too far, else
+/// again with SipHash. A repeated key keeps the first entry, or the last
+/// when `replace`. With `stop_at_repeat` it stops at the first repeat,
+/// leaving the table partly filled. Adds the slots probed to `work`.
+pub fn fill(
+    slots: &mut [u32],
+    tree: &Tree<'_>,
+    keys: impl Iterator<Item = u32> + Clone,
+    replace: bool,
+    stop_at_repeat: bool,
+    buf: &mut Vec<u8>,
+    work: &mut u64,
+) -> Filled {
+    debug_assert!(!slots.is_empty());
+    'placement: for placement in [Placement::Quick, Placement::Sip] {
+        let mut table = KeyTable {
+            slots: &mut *slots,
+            placement,
+        };
+        let mut filled = Filled {
+            placement,
+            distinct: 0,
+            first_repeat: None,
+        };
+        for key in keys.clone() {
+            let bytes = decoded(tree, key, buf);
+            match table.insert(tree, key, bytes, replace, work) {
+                Ok(None) => filled.distinct += 1,
+                Ok(Some(_)) if stop_at_repeat => {
+                    filled.first_repeat = Some(key);
+                    return filled;
+                }
+                Ok(Some(_)) => {
+                    filled.first_repeat.get_or_insert(key);
+                }
+                Err(Crowded) => {
+                    slots.fill(0);
+                    continue 'placement;
+                }
+            }
+        }
+        return filled;
+    }
+    unreachable!("SipHash placement is never crowded")
 }
 
 /// The entry of the key that decodes to `want` in the [`KeyTable`] slots
-/// `slots`, if they hold one. Adds the slots it probed to `work`.
-pub fn find(slots: &[u32], tree: &Tree<'_>, want: &[u8], work: &mut u64) -> Option<u32> {
-    let mut at = home(slots.len(), want);
+/// `slots` (filled with `placement`), if they hold one. Adds the slots it
+/// probed to `work`.
+pub fn find(
+    slots: &[u32],
+    placement: Placement,
+    tree: &Tree<'_>,
+    want: &[u8],
+    work: &mut u64,
+) -> Option<u32> {
+    let mut at = home(slots.len(), placement, want);
+    let mut probes = 0;
     loop {
         *work += 1;
+        probes += 1;
         let held = slots[at];
-        if held == 0 {
+        // Quick placement put every key within MAX_PROBES of its home.
+        if held == 0 || (placement == Placement::Quick && probes > MAX_PROBES) {
             return None;
         }
         if tree.key_is(held, want) {
@@ -215,13 +369,16 @@ pub fn first_repeat(tree: &Tree<'_>, entries: &[u32], scratch: &mut Scratch) -> 
     }
     scratch.slots.clear();
     scratch.slots.resize(table_len(entries.len()), 0);
-    let mut table = KeyTable::new(&mut scratch.slots);
-    entries.iter().copied().find(|&e| {
-        let key = decoded(tree, e, &mut scratch.key);
-        table
-            .insert(tree, e, key, false, &mut scratch.work)
-            .is_some()
-    })
+    fill(
+        &mut scratch.slots,
+        tree,
+        entries.iter().copied(),
+        false,
+        true,
+        &mut scratch.key,
+        &mut scratch.work,
+    )
+    .first_repeat
 }
 
 /// [`first_repeat`] of an object none of whose keys has escapes, through
@@ -275,39 +432,21 @@ fn by_fingerprint(tree: &Tree<'_>, entries: &[u32], scratch: &mut Scratch) -> Op
 }
 
 /// A cheap, unkeyed fingerprint of a key's bytes, below [`BUCKETS`]: its
-/// length and up to its first and last eight bytes (all of a key of up to
-/// 16), mixed by one multiply. Keys chosen to share one cost only a fall
-/// back to the keyed table (see [`by_fingerprint`]).
+/// length and [`ends`], mixed by one multiply. Keys chosen to share one
+/// cost only a fall back to the table (see [`by_fingerprint`]).
 #[inline(always)]
 fn fingerprint(key: &[u8]) -> usize {
-    let n = key.len();
-    let (head, tail) = match n {
-        0 => (0, 0),
-        1..=3 => (
-            u64::from(key[0]) | u64::from(key[n / 2]) << 8 | u64::from(key[n - 1]) << 16,
-            0,
-        ),
-        4..=7 => (
-            u64::from(u32::from_le_bytes(key[..4].try_into().expect("4 bytes"))),
-            u64::from(u32::from_le_bytes(
-                key[n - 4..].try_into().expect("4 bytes"),
-            )),
-        ),
-        _ => (
-            u64::from_le_bytes(key[..8].try_into().expect("8 bytes")),
-            u64::from_le_bytes(key[n - 8..].try_into().expect("8 bytes")),
-        ),
-    };
-    let mixed = (head ^ tail.rotate_left(29) ^ (n as u64).rotate_right(7))
+    let (head, tail) = ends(key);
+    let mixed = (head ^ tail.rotate_left(29) ^ (key.len() as u64).rotate_right(7))
         .wrapping_mul(0x9E37_79B9_7F4A_7C15);
     (mixed >> (64 - BUCKET_BITS)) as usize
 }
-
 #[cfg(test)]
 mod tests {
-    use super::{BUCKET_MAX, PAIRWISE_CHECK_MAX};
+    use super::{MAX_PROBES, PAIRWISE_CHECK_MAX, Placement, fill, find, table_len};
     use crate::error::{Error, ErrorCode};
     use crate::index::Index;
+    use crate::navigate::Tree;
     use crate::testing::Rng;
     use crate::validate::{DuplicateKeys, Options, validate};
 
@@ -327,18 +466,22 @@ mod tests {
         (text, at)
     }
 
-    /// What validation under "error" says of `text`, and the work its
-    /// duplicate checks took, through `scratch`.
-    fn check(text: &[u8], scratch: &mut crate::validate::Scratch) -> (Result<(), Error>, u64) {
+    /// What validation under `policy` says of `text`, its index, and the
+    /// work its duplicate checks took, through `scratch`.
+    fn check(
+        text: &[u8],
+        policy: DuplicateKeys,
+        scratch: &mut crate::validate::Scratch,
+    ) -> (Result<(), Error>, Index, u64) {
         let opts = Options {
-            duplicate_keys: DuplicateKeys::Error,
+            duplicate_keys: policy,
             ..Options::default()
         };
         let mut index = Index::default();
         crate::scan::scan(text, &mut index).unwrap();
         let before = scratch.duplicate_work();
         let verdict = validate(text, &mut index, &opts, scratch);
-        (verdict, scratch.duplicate_work() - before)
+        (verdict, index, scratch.duplicate_work() - before)
     }
 
     /// The reference: the first key equal, once decoded, to an earlier one.
@@ -349,8 +492,8 @@ mod tests {
     #[test]
     fn every_way_of_checking_finds_the_first_repeat() {
         // Keys from few letters, so that repeats and shared lengths and
-        // fingerprints are common; some spelled with an escape, which is
-        // the same key decoded.
+        // ends are common; some spelled with an escape, which is the same
+        // key decoded.
         let mut rng = Rng::new(21);
         let mut scratch = crate::validate::Scratch::default();
         let mut repeats = 0;
@@ -379,7 +522,7 @@ mod tests {
             let (text, at) = object(&raw);
             let want = first_repeat_at(&decoded, &at);
             repeats += want.is_some() as usize;
-            let (got, _) = check(&text, &mut scratch);
+            let (got, _, _) = check(&text, DuplicateKeys::Error, &mut scratch);
             assert_eq!(
                 got.err(),
                 want.map(|at| Error::new(ErrorCode::DuplicateKey, at)),
@@ -393,35 +536,140 @@ mod tests {
         );
     }
 
-    #[test]
-    fn keys_chosen_to_share_a_fingerprint_cost_linear_work() {
+    /// The table `fill` makes of the keys of `text`, an object, and what
+    /// it said.
+    fn table_of(text: &[u8], work: &mut u64) -> (Vec<u32>, super::Filled, Index) {
         let mut scratch = crate::validate::Scratch::default();
+        let (verdict, index, _) = check(text, DuplicateKeys::LastWins, &mut scratch);
+        verdict.unwrap();
+        let tree = Tree {
+            src: text,
+            positions: &index.positions,
+            links: &index.links,
+        };
+        let mut slots = vec![0; table_len(tree.count(0) as usize)];
+        let filled = fill(
+            &mut slots,
+            &tree,
+            tree.keys(0),
+            true,
+            false,
+            &mut Vec::new(),
+            work,
+        );
+        (slots, filled, index)
+    }
+
+    #[test]
+    fn keys_sharing_their_ends_fall_back_to_siphash_in_linear_work() {
         for n in [300, 1_200] {
-            // One length, one first and last eight bytes: one bucket.
+            // One length, one first and last eight bytes: one quick hash.
             let keys: Vec<String> = (0..n).map(|i| format!("aaaaaaaa{i:06}bbbbbbbb")).collect();
             let (text, _) = object(&keys);
-            let (verdict, work) = check(&text, &mut scratch);
-            assert!(verdict.is_ok());
-            // BUCKET_MAX comparisons a key at most before the object goes to
-            // the keyed table, then a few probes a key there.
+            let mut work = 0;
+            let (slots, filled, index) = table_of(&text, &mut work);
+            assert_eq!(filled.placement, Placement::Sip);
+            assert_eq!(filled.distinct, n as u32);
+            // At most MAX_PROBES probes a key before the quick table gives
+            // up, then a few a key with SipHash.
             assert!(
-                work < (BUCKET_MAX as u64 + 4) * n as u64,
+                work < (u64::from(MAX_PROBES) + 4) * n as u64,
+                "{n} keys: {work}"
+            );
+            let tree = Tree {
+                src: &text,
+                positions: &index.positions,
+                links: &index.links,
+            };
+            for k in &keys {
+                assert!(find(&slots, filled.placement, &tree, k.as_bytes(), &mut work).is_some());
+            }
+            assert!(
+                find(
+                    &slots,
+                    filled.placement,
+                    &tree,
+                    b"aaaaaaaa999999bbbbbbbb",
+                    &mut work
+                )
+                .is_none()
+            );
+            // And validation, through the same tables.
+            let mut scratch = crate::validate::Scratch::default();
+            let (verdict, _, work) = check(&text, DuplicateKeys::Error, &mut scratch);
+            assert!(verdict.is_ok());
+            assert!(
+                work < (u64::from(MAX_PROBES) + 4) * n as u64,
                 "{n} keys: {work}"
             );
         }
     }
 
     #[test]
-    fn distinct_fingerprints_settle_an_object_without_the_table() {
-        let mut scratch = crate::validate::Scratch::default();
-        let keys: Vec<String> = (0..500).map(|i| format!("field_{i}")).collect();
+    fn keys_of_real_objects_are_placed_quickly() {
+        let mut rng = Rng::new(22);
+        for n in [20, 500, 20_000] {
+            // Field names, numeric ids of one length, random words.
+            for keys in [
+                (0..n).map(|i| format!("field_{i}")).collect::<Vec<_>>(),
+                (0..n).map(|i| format!("{}", 100_000_000 + 7 * i)).collect(),
+                (0..n)
+                    .map(|i| {
+                        let len = 1 + rng.below(30);
+                        let word: String = (0..len)
+                            .map(|_| rng.pick(&['a', 'e', 's', 't', '_']))
+                            .collect();
+                        format!("{word}{i}")
+                    })
+                    .collect(),
+            ] {
+                let (text, _) = object(&keys);
+                let mut work = 0;
+                let (slots, filled, index) = table_of(&text, &mut work);
+                assert_eq!(
+                    filled.placement,
+                    Placement::Quick,
+                    "{n} keys like {}",
+                    keys[0]
+                );
+                assert_eq!(filled.distinct, n as u32);
+                // A few probes a key (1.75 slots a key).
+                assert!(work < 4 * n as u64, "{n} keys like {}: {work}", keys[0]);
+                let tree = Tree {
+                    src: &text,
+                    positions: &index.positions,
+                    links: &index.links,
+                };
+                for (i, k) in keys.iter().enumerate() {
+                    let found = find(&slots, filled.placement, &tree, k.as_bytes(), &mut work);
+                    assert_eq!(
+                        found.map(|e| tree.string_body(e)),
+                        Some(k.as_bytes()),
+                        "key {i}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_the_last_entry_when_replacing() {
+        let keys: Vec<String> = (0..40).map(|i| format!("k{}", i % 30)).collect();
         let (text, _) = object(&keys);
-        let (verdict, work) = check(&text, &mut scratch);
-        assert!(verdict.is_ok());
-        // A table costs at least one probe a key; fingerprints cost only
-        // the comparisons within buckets (about n * n / 256 for n keys
-        // spread over 128 buckets).
-        assert!(work < 500 * 500 / 128, "{work}");
+        let mut work = 0;
+        let (slots, filled, index) = table_of(&text, &mut work);
+        assert_eq!(filled.distinct, 30);
+        let tree = Tree {
+            src: &text,
+            positions: &index.positions,
+            links: &index.links,
+        };
+        let last_k3 = tree.keys(0).nth(33).unwrap();
+        assert_eq!(
+            find(&slots, filled.placement, &tree, b"k3", &mut work),
+            Some(last_k3)
+        );
+        assert_eq!(filled.first_repeat, tree.keys(0).nth(30));
     }
 
     #[test]
@@ -433,14 +681,14 @@ mod tests {
         for start in [0, u32::MAX - 2] {
             scratch.duplicates.stamp = start;
             for _ in 0..5 {
-                assert!(check(&text, &mut scratch).0.is_ok());
+                assert!(check(&text, DuplicateKeys::Error, &mut scratch).0.is_ok());
             }
         }
         let mut repeated = keys.clone();
         repeated.push("k7".into());
         let (text, at) = object(&repeated);
         assert_eq!(
-            check(&text, &mut scratch).0.err(),
+            check(&text, DuplicateKeys::Error, &mut scratch).0.err(),
             Some(Error::new(ErrorCode::DuplicateKey, at[40]))
         );
     }
@@ -449,7 +697,9 @@ mod tests {
     fn the_scratch_counts_its_buckets() {
         let mut validation = crate::validate::Scratch::default();
         let keys: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
-        check(&object(&keys).0, &mut validation).0.unwrap();
+        check(&object(&keys).0, DuplicateKeys::Error, &mut validation)
+            .0
+            .unwrap();
         let buckets = validation.duplicates.buckets.capacity() * 8;
         assert!(buckets >= 128 * 8);
         assert!(validation.duplicates.retained_bytes() >= buckets);
