@@ -817,6 +817,28 @@ mod tests {
     }
 
     #[test]
+    fn tables_whose_keys_crowd_the_quick_hash_read_the_same() {
+        // 100 keys of one length and the same first and last eight bytes
+        // (one quick hash, so the table is placed by SipHash), then the
+        // first 30 again, whose second occurrences win.
+        let name = |i: usize| format!("aaaaaaaa{i:06}bbbbbbbb");
+        let mut keys: Vec<String> = (0..100).map(name).collect();
+        keys.extend((0..30).map(name));
+        let text = wide(&keys);
+        let mut d = parse(&text);
+        assert_eq!(d.len(0), Some(100));
+        for _ in 0..WALKS + 2 {
+            for i in (0..100).rev() {
+                let at = d.member(0, name(i).as_bytes()).unwrap();
+                let want = if i < 30 { 100 + i } else { i };
+                assert_eq!(d.raw(at), want.to_string().as_bytes());
+            }
+            assert_eq!(d.member(0, name(100).as_bytes()), None);
+        }
+        assert_eq!(d.members(0, false, &mut Vec::new()).unwrap().len(), 100);
+    }
+
+    #[test]
     fn under_duplicate_keys_error_every_member_is_distinct() {
         let text = wide(&numbered_keys(50));
         let opts = Options {
