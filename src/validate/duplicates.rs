@@ -354,15 +354,41 @@ impl Scratch {
 /// key of the same object; `entries` are the opening quotes of the
 /// object's keys, in document order.
 pub fn first_repeat(tree: &Tree<'_>, entries: &[u32], scratch: &mut Scratch) -> Option<u32> {
-    if entries.len() <= PAIRWISE_CHECK_MAX {
-        scratch.work += (entries.len() * entries.len()) as u64;
-        return (1..entries.len()).find_map(|j| {
+    let n = entries.len();
+    if let [a, b] = *entries
+        && !tree.has_escapes(a)
+        && !tree.has_escapes(b)
+    {
+        // The most common object of all, compared at once.
+        scratch.work += 1;
+        return (tree.string_body(a) == tree.string_body(b)).then_some(b);
+    }
+    if n <= PAIRWISE_CHECK_MAX {
+        scratch.work += (n * n) as u64;
+        // Keys of different lengths between their quotes, neither with
+        // escapes (decoding shortens a key), differ: most pairs are told
+        // apart by these lengths alone (u32::MAX: has escapes).
+        let mut lens = [0u32; PAIRWISE_CHECK_MAX];
+        for (len, &e) in lens.iter_mut().zip(entries) {
+            *len = if tree.has_escapes(e) {
+                u32::MAX
+            } else {
+                tree.string_span(e).len() as u32
+            };
+        }
+        for j in 1..n {
+            let lj = lens[j];
+            let alike = |i: usize| lens[i] == lj || lens[i] == u32::MAX || lj == u32::MAX;
+            if !(0..j).any(alike) {
+                continue;
+            }
+            // Decoded once, compared with each earlier key that may match.
             let key = decoded(tree, entries[j], &mut scratch.key);
-            entries[..j]
-                .iter()
-                .any(|&earlier| tree.key_is(earlier, key))
-                .then_some(entries[j])
-        });
+            if (0..j).any(|i| alike(i) && tree.key_is(entries[i], key)) {
+                return Some(entries[j]);
+            }
+        }
+        return None;
     }
     if let Some(verdict) = by_fingerprint(tree, entries, scratch) {
         return verdict;
