@@ -46,7 +46,9 @@
 
 use super::Tree;
 use crate::index::Index;
-use crate::validate::duplicates::{PAIRWISE_MAX, Placement, decoded, fill, find, table_len};
+use crate::validate::duplicates::{
+    PAIRWISE_MAX, Placement, decoded, fill, find, raw_lengths, repeats_earlier, table_len,
+};
 
 /// How far past a remembered position (or the start) a read may step
 /// before the array gets a table.
@@ -424,30 +426,12 @@ impl Lookup {
         let mut keys = [0; PAIRWISE_MAX];
         let n = self.small_keys(src, index, obj, &mut keys);
         let tree = tree(src, index);
-        // Keys of different lengths between their quotes, neither with
-        // escapes (decoding shortens a key), differ: most pairs are told
-        // apart from these lengths alone (u32::MAX: has escapes).
         let mut lens = [0u32; PAIRWISE_MAX];
-        for (len, &key) in lens.iter_mut().zip(&keys[..n]) {
-            *len = if tree.has_escapes(key) {
-                u32::MAX
-            } else {
-                tree.string_span(key).len() as u32
-            };
-        }
+        raw_lengths(&tree, &keys[..n], &mut lens);
         let slot = &mut self.buffers;
         (0..n)
             .filter(|&i| {
-                let li = lens[i];
-                let mut earlier =
-                    (0..i).filter(|&j| lens[j] == li || lens[j] == u32::MAX || li == u32::MAX);
-                // Each key decoded at most once.
-                earlier.next().is_none_or(|first| {
-                    let key = decoded_key(&tree, keys[i], slot);
-                    !core::iter::once(first)
-                        .chain(earlier)
-                        .any(|j| tree.key_is(keys[j], key))
-                })
+                !repeats_earlier(&tree, &keys[..n], &lens, i, |e| decoded_key(&tree, e, slot))
             })
             .count() as u32
     }

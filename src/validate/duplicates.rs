@@ -165,6 +165,41 @@ pub fn decoded<'r>(tree: &Tree<'r>, e: u32, buf: &'r mut Vec<u8>) -> &'r [u8] {
     buf
 }
 
+/// Fills `out[..keys.len()]` with the length between the quotes of each
+/// key at `keys`, or `u32::MAX` for one with escapes (decoding shortens
+/// a key): keys of different lengths, neither with escapes, differ, so
+/// most pairs of a small object are told apart by these alone (see
+/// [`repeats_earlier`]).
+pub fn raw_lengths(tree: &Tree<'_>, keys: &[u32], out: &mut [u32]) {
+    for (len, &e) in out.iter_mut().zip(keys) {
+        *len = if tree.has_escapes(e) {
+            u32::MAX
+        } else {
+            tree.string_span(e).len() as u32
+        };
+    }
+}
+
+/// Whether key `j` of `keys`, whose [`raw_lengths`] are `lens`, is the
+/// same key as an earlier one. It is decoded (by `decode`, given its
+/// entry) only when an earlier key may match by length, and compared
+/// with those alone.
+pub fn repeats_earlier<'k>(
+    tree: &Tree<'_>,
+    keys: &[u32],
+    lens: &[u32],
+    j: usize,
+    decode: impl FnOnce(u32) -> &'k [u8],
+) -> bool {
+    let lj = lens[j];
+    let alike = |i: usize| lens[i] == lj || lens[i] == u32::MAX || lj == u32::MAX;
+    if !(0..j).any(alike) {
+        return false;
+    }
+    let key = decode(keys[j]);
+    (0..j).any(|i| alike(i) && tree.key_is(keys[i], key))
+}
+
 /// An open-addressing (linear probing) hash table of key entries: each
 /// slot holds the entry of a key's opening quote, or 0 for empty (entry 0
 /// is never a key). Lookups compare keys after unescaping.
@@ -365,30 +400,12 @@ pub fn first_repeat(tree: &Tree<'_>, entries: &[u32], scratch: &mut Scratch) -> 
     }
     if n <= PAIRWISE_CHECK_MAX {
         scratch.work += (n * n) as u64;
-        // Keys of different lengths between their quotes, neither with
-        // escapes (decoding shortens a key), differ: most pairs are told
-        // apart by these lengths alone (u32::MAX: has escapes).
         let mut lens = [0u32; PAIRWISE_CHECK_MAX];
-        for (len, &e) in lens.iter_mut().zip(entries) {
-            *len = if tree.has_escapes(e) {
-                u32::MAX
-            } else {
-                tree.string_span(e).len() as u32
-            };
-        }
-        for j in 1..n {
-            let lj = lens[j];
-            let alike = |i: usize| lens[i] == lj || lens[i] == u32::MAX || lj == u32::MAX;
-            if !(0..j).any(alike) {
-                continue;
-            }
-            // Decoded once, compared with each earlier key that may match.
-            let key = decoded(tree, entries[j], &mut scratch.key);
-            if (0..j).any(|i| alike(i) && tree.key_is(entries[i], key)) {
-                return Some(entries[j]);
-            }
-        }
-        return None;
+        raw_lengths(tree, entries, &mut lens);
+        let buf = &mut scratch.key;
+        return (1..n)
+            .find(|&j| repeats_earlier(tree, entries, &lens, j, |e| decoded(tree, e, buf)))
+            .map(|j| entries[j]);
     }
     if let Some(verdict) = by_fingerprint(tree, entries, scratch) {
         return verdict;
