@@ -329,7 +329,6 @@ impl Lookup {
             &tree,
             tree.keys(obj),
             last_wins,
-            false,
             &mut b.key,
             &mut self.work,
         );

@@ -259,7 +259,8 @@ impl KeyTable<'_> {
 pub struct Filled {
     /// How the table places them, for [`find`].
     pub placement: Placement,
-    /// How many distinct keys it put in (all of them unless stopped).
+    /// How many distinct keys it put in (all of them unless a repeat
+    /// ended the fill).
     pub distinct: u32,
     /// The first key that repeats an earlier one, in `keys` order.
     pub first_repeat: Option<u32>,
@@ -267,15 +268,15 @@ pub struct Filled {
 
 /// Fills `slots` (all 0, at least [`table_len`] of them for `keys`) with
 /// the keys at entries `keys`: quickly if no key probes too far, else
-/// again with SipHash. A repeated key keeps the first entry, or the last
-/// when `replace`. With `stop_at_repeat` it stops at the first repeat,
-/// leaving the table partly filled. Adds the slots probed to `work`.
+/// again with SipHash. With `replace` ("last wins") a repeated key keeps
+/// its last entry; without, the first repeat ends the fill, leaving the
+/// table partly filled (under "error" a repeat rejects the document, and
+/// a validated one has none). Adds the slots probed to `work`.
 pub fn fill(
     slots: &mut [u32],
     tree: &Tree<'_>,
     keys: impl Iterator<Item = u32> + Clone,
     replace: bool,
-    stop_at_repeat: bool,
     buf: &mut Vec<u8>,
     work: &mut u64,
 ) -> Filled {
@@ -294,7 +295,7 @@ pub fn fill(
             let bytes = decoded(tree, key, buf);
             match table.insert(tree, key, bytes, replace, work) {
                 Ok(None) => filled.distinct += 1,
-                Ok(Some(_)) if stop_at_repeat => {
+                Ok(Some(_)) if !replace => {
                     filled.first_repeat = Some(key);
                     return filled;
                 }
@@ -420,7 +421,6 @@ pub fn first_repeat(tree: &Tree<'_>, entries: &[u32], scratch: &mut Scratch) -> 
         tree,
         entries.iter().copied(),
         false,
-        true,
         &mut scratch.key,
         &mut scratch.work,
     )
@@ -594,15 +594,7 @@ mod tests {
             links: &index.links,
         };
         let mut slots = vec![0; table_len(tree.count(0) as usize)];
-        let filled = fill(
-            &mut slots,
-            &tree,
-            tree.keys(0),
-            true,
-            false,
-            &mut Vec::new(),
-            work,
-        );
+        let filled = fill(&mut slots, &tree, tree.keys(0), true, &mut Vec::new(), work);
         (slots, filled, index)
     }
 
