@@ -711,6 +711,19 @@ mod tests {
     }
 
     #[test]
+    fn distinct_fingerprints_settle_an_object_without_a_table() {
+        let mut scratch = crate::validate::Scratch::default();
+        let keys: Vec<String> = (0..500).map(|i| format!("field_{i}")).collect();
+        let (text, _) = object(&keys);
+        let (verdict, _, work) = check(&text, DuplicateKeys::Error, &mut scratch);
+        assert!(verdict.is_ok());
+        // Comparisons within buckets only (about n * n / 256 for n keys
+        // over 128 buckets), and no table's slots were ever made.
+        assert!(work < 500 * 500 / 128, "{work}");
+        assert_eq!(scratch.duplicates.slots.capacity(), 0);
+    }
+
+    #[test]
     fn buckets_left_by_earlier_objects_read_as_empty() {
         let mut scratch = crate::validate::Scratch::default();
         let keys: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
