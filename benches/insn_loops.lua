@@ -26,8 +26,8 @@ local CJK = payloads.chat_cjk(4096)
 local CHAT = payloads.chat(2048)
 local CJK_ESCAPED = payloads.ascii_escaped(CJK)
 local EAGER = { lazy = false }
--- Made by the first workload that reads it.
-local GITHUB
+-- Made (or read) by the first workload that reads it.
+local GITHUB, TWITTER
 -- The last table an eager workload decoded. Kept, as a handler keeps
 -- what it decodes: a table nothing keeps, LuaJIT's allocation sinking
 -- may never make when the decode's Lua code is compiled into the
@@ -49,6 +49,18 @@ end
 
 -- A workload that makes plain tables of `text` with `lib[how]`, keeps
 -- them, and reads the string at `key`.
+-- twitter.json of the corpus, under $QJSON_DATA (../shared/data), read
+-- by the first workload that needs it.
+local function twitter()
+    if not TWITTER then
+        local dir = (os.getenv("QJSON_DATA") or "../shared/data") .. "/corpus/"
+        local f = assert(io.open(dir .. "twitter.json", "rb"))
+        TWITTER = f:read("*a")
+        f:close()
+    end
+    return TWITTER
+end
+
 local function plain_tables(how, text, key)
     return function(lib, k)
         local t = lib[how](text)
@@ -163,6 +175,39 @@ workloads = {
                 + issue:len("labels") + issue:get_f64("number")
         end
         return n + k
+    end,
+    -- twitter.json's reads (benches/lua_bench.lua's "read fields" row of
+    -- the twitter scenario): `text`, `user.screen_name` and
+    -- `retweet_count` of each of its 100 statuses, objects of about 25
+    -- keys (`user` about 40). Parses 631 KB: run it directly, as
+    -- github-get.
+    ["twitter-get"] = function(lib, k)
+        if not lib.parse then
+            local statuses, n = lib.decode(twitter()).statuses, 0
+            for i = 1, #statuses do
+                local status = statuses[i]
+                n = n + #status.text + #status.user.screen_name + status.retweet_count
+            end
+            return n + k
+        end
+        local statuses, n = lib.parse(twitter()):open("statuses"), 0
+        for i = 0, statuses:len() - 1 do
+            local status = statuses:open("[" .. i .. "]")
+            n = n + #status:get_str("text") + #status:get_str("user.screen_name")
+                + status:get_f64("retweet_count")
+        end
+        return n + k
+    end,
+    -- The parses of github-get and twitter-get alone (cjson: the decode),
+    -- which those workloads' counts less these leave their reads.
+    ["github-parse"] = function(lib, k)
+        GITHUB = GITHUB or payloads.github(100e3)
+        kept = (lib.parse or lib.decode)(GITHUB)
+        return k
+    end,
+    ["twitter-parse"] = function(lib, k)
+        kept = (lib.parse or lib.decode)(twitter())
+        return k
     end,
     -- Every member of each of github-100k's 54 issue objects of 23 keys
     -- through pairs, then its title: under "last wins" qjson's pairs

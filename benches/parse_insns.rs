@@ -14,7 +14,8 @@
 //! Usage: `parse_insns validate|parse PASSES FILE`: `validate` is stage 2
 //! over an index stage 1 built once, `parse` is `Document::load` (stage 1
 //! + stage 2 with the active kernel; callgrind runs `avx2`). Exits
-//!   non-zero if the text is rejected.
+//!   non-zero if the text is rejected. `DUPLICATE_KEYS=error` validates
+//!   under that policy (default: last wins).
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -22,7 +23,7 @@ use std::process::ExitCode;
 use qjson::document::Document;
 use qjson::index::Index;
 use qjson::scan;
-use qjson::validate::{self, Options};
+use qjson::validate::{self, DuplicateKeys, Options};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -32,7 +33,15 @@ fn main() -> ExitCode {
     };
     let passes: u32 = passes.parse().expect("PASSES is a number");
     let bytes = std::fs::read(file).expect("FILE is readable");
-    let opts = Options::default();
+    // DUPLICATE_KEYS=error counts the walk under that policy, as
+    // tools/ab_parse.sh times it.
+    let opts = Options {
+        duplicate_keys: match std::env::var("DUPLICATE_KEYS").as_deref() {
+            Ok("error") => DuplicateKeys::Error,
+            _ => DuplicateKeys::LastWins,
+        },
+        ..Options::default()
+    };
     let result = match mode.as_str() {
         "validate" => {
             let mut index = Index::default();

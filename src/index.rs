@@ -15,7 +15,7 @@
 //! offset     0  1  2  3  4  5  6  7  8  9 10 11 12 13 14
 //! positions  0  1     3  4  5  6  7  8           12 13 14
 //! entry i    0  1     2  3  4  5  6  7            8  9 10
-//! links     10  0     .  .  9  .  .  1            .  2  1
+//! links     10  0     0  .  9  .  .  1            .  2  1
 //! escapes   [11]
 //! ```
 //!
@@ -26,16 +26,20 @@
 //!   consecutive entries (opening, closing quote).
 //! * `links[i]` for an opening `{`/`[` is the entry of its matching close;
 //!   for a closing `}`/`]` it is the number of members or elements; for an
-//!   opening quote it is 1 when the string contains escapes, else 0. Other
+//!   opening quote it is 1 when the string contains escapes, else 0; for
+//!   a key's closing quote it is the entry after its member (the next
+//!   key, or the entry past the object's `}`), or 0 when the value is a
+//!   container: the member then ends two entries after the container's
+//!   close (in the example, key `a`'s member ends at entry 11). Other
 //!   entries hold 0.
 //! * `escapes` holds, in increasing order, the offset of every escaped
 //!   character inside a string (the byte after the backslash).
 //! * The links of separators (`:` and `,`) are 0 after validation. Reads
 //!   may later keep a container's lookup state in the link of its first
 //!   separator ([`crate::navigate::lookup`]); nothing else reads them.
-//! * The link of a key's closing quote is 0 after validation. A search of
-//!   the object ([`crate::navigate::find_key`]) leaves there the entry
-//!   after the member, so later searches step from key to key.
+//! * Through the links of its keys' closing quotes, a search of an
+//!   object ([`crate::navigate::find_key`]) steps from key to key without
+//!   looking at a value.
 //!
 //! Offsets are `u32`: inputs of 4 GiB or more are rejected before scanning.
 

@@ -371,14 +371,7 @@ impl Lookup {
             index.links[slot] = state + 1;
         }
         self.work += u64::from(count);
-        super::find_key(
-            src,
-            &index.positions,
-            &mut index.links,
-            obj,
-            want,
-            last_wins,
-        )
+        super::find_key(src, &index.positions, &index.links, obj, want, last_wins)
     }
 
     /// [`Lookup::member`] for an object of `count` members, more than

@@ -139,17 +139,13 @@ impl<'a> Tree<'a> {
     }
 
     /// The entry after the member whose key is at `key` (the next key, or
-    /// just past the object's close): the link of the key's closing quote
-    /// when [`find_key`] left it there, else found by stepping over the
-    /// value (key, closing quote, colon, value, then `,` or the close).
+    /// just past the object's close), from the links validation left
+    /// (see [`crate::index`]): the link of the key's closing quote, or,
+    /// where that is 0, two past the close of the container that is the
+    /// value. No byte of the value is read.
     #[inline(always)]
     pub fn next_key(&self, key: u32) -> u32 {
-        let next = match self.links[key as usize + 1] {
-            0 => self.skip(key + 3) + 1,
-            next => next,
-        };
-        // A member spans at least four entries (see `find_key`).
-        next.max(key + 4)
+        member_end(self.links, key as usize) as u32
     }
 
     /// The bytes between the quotes of the string at `e`, undecoded.
@@ -254,11 +250,8 @@ impl<'a> Tree<'a> {
 /// another member has the key too (found on the way: a search under
 /// `last_wins` passes every member, and the other policy rejects repeats).
 ///
-/// Each member it passes keeps, in the link of its key's closing quote
-/// (0 after validation, read by nothing else), the entry after the
-/// member. The next search of the object then steps from key to key
-/// without looking at a value: what makes the several reads a handler
-/// does of one wide object cheap.
+/// It steps from key to key ([`Tree::next_key`]), reading no value: what
+/// makes the several reads a handler does of one wide object cheap.
 ///
 /// Inlined into [`lookup::Lookup::member`], and so into the FFI's
 /// member read: a small object's read is then one function, with no
@@ -267,7 +260,7 @@ impl<'a> Tree<'a> {
 pub fn find_key(
     src: &[u8],
     positions: &[u32],
-    links: &mut [u32],
+    links: &[u32],
     obj: u32,
     want: &[u8],
     last_wins: bool,
@@ -276,27 +269,26 @@ pub fn find_key(
     // Every entry a member reaches is at most `close`: slicing there once
     // lets the compiler drop the bounds checks of the loop.
     let positions = &positions[..=close];
-    let links = &mut links[..=close];
+    let links = &links[..=close];
     // An unescaped key equal to `want` has its quotes this far apart.
     let want_span = want.len() + 1;
     let mut key = obj as usize + 1;
     let mut found = None;
     let mut repeated = false;
+    let tree = Tree {
+        src,
+        positions,
+        links,
+    };
     while key < close {
         // SAFETY: key < close, so key + 1 <= close, and both slices hold
         // close + 1 entries.
-        let (open, shut, escaped, next) = unsafe {
+        let (open, shut, escaped) = unsafe {
             (
                 *positions.get_unchecked(key),
                 *positions.get_unchecked(key + 1),
                 *links.get_unchecked(key),
-                *links.get_unchecked(key + 1),
             )
-        };
-        let tree = Tree {
-            src,
-            positions,
-            links,
         };
         // Only a key of the wanted length, or one with escapes (which
         // decoding shortens), can match; its bytes are compared from the
@@ -311,19 +303,22 @@ pub fn find_key(
                 break;
             }
         }
-        let next = match next {
-            0 => {
-                let next = tree.skip(key as u32 + 3) + 1;
-                links[key + 1] = next;
-                next
-            }
-            next => next,
-        };
-        // A member spans at least four entries; saying so keeps the walk
-        // moving forward whatever a link held.
-        key = (next as usize).max(key + 4);
+        key = member_end(links, key);
     }
     (found, repeated)
+}
+
+/// [`Tree::next_key`] in `usize`, as [`find_key`]'s walk counts, so that
+/// the bound its loop tests also covers the link it reads.
+#[inline(always)]
+fn member_end(links: &[u32], key: usize) -> usize {
+    let next = match links[key + 1] {
+        0 => links.get(key + 3).map_or(0, |&close| close as usize + 2),
+        next => next as usize,
+    };
+    // A member spans at least four entries; saying so keeps a walk moving
+    // forward whatever a link held.
+    next.max(key + 4)
 }
 
 /// `a == b` for slices of equal length, without a call to `memcmp` for
@@ -422,62 +417,59 @@ mod tests {
     #[test]
     fn a_search_under_last_wins_says_whether_its_key_repeats() {
         let text = br#"{"a":1,"b":2,"\u0061":3,"c":{"a":4}}"#;
-        let mut index = validated(text);
+        let index = validated(text);
         let positions = index.positions.clone();
         let value = |entry: Option<u32>| entry.map(|e| text[positions[e as usize] as usize]);
         // The escaped "a" is the same key, and wins; the "a" nested in
         // "c" is another object's.
-        let (found, repeated) = find_key(text, &positions, &mut index.links, 0, b"a", true);
+        let (found, repeated) = find_key(text, &positions, &index.links, 0, b"a", true);
         assert_eq!((value(found), repeated), (Some(b'3'), true));
-        let (found, repeated) = find_key(text, &positions, &mut index.links, 0, b"b", true);
+        let (found, repeated) = find_key(text, &positions, &index.links, 0, b"b", true);
         assert_eq!((value(found), repeated), (Some(b'2'), false));
-        let (found, repeated) = find_key(text, &positions, &mut index.links, 0, b"c", true);
+        let (found, repeated) = find_key(text, &positions, &index.links, 0, b"c", true);
         assert_eq!((value(found), repeated), (Some(b'{'), false));
         assert_eq!(
-            find_key(text, &positions, &mut index.links, 0, b"d", true),
+            find_key(text, &positions, &index.links, 0, b"d", true),
             (None, false)
         );
     }
 
     #[test]
-    fn searches_link_each_key_they_pass_to_the_member_after_it() {
+    fn searches_step_from_key_to_key_through_the_links() {
         let text =
             br#"{"a":[1,{"x":2}],"b":{"c":"\u0041"},"\u0064":"s","e":1.5,"f":null,"g":{},"h":[]}"#;
         let mut index = validated(text);
-        let stepped = |index: &Index| -> Vec<u32> {
-            let tree = Tree {
-                src: text,
-                positions: &index.positions,
-                links: &index.links,
-            };
-            tree.keys(0).collect()
+        let tree = Tree {
+            src: text,
+            positions: &index.positions,
+            links: &index.links,
         };
-        let keys = stepped(&index);
+        let keys: Vec<u32> = tree.keys(0).collect();
         assert_eq!(keys.len(), 7);
-        assert!(keys.iter().all(|&k| index.links[k as usize + 1] == 0));
-        let (positions, close) = (index.positions.clone(), index.links[0]);
-        let mut search = |want: &[u8], last_wins| {
-            find_key(text, &positions, &mut index.links, 0, want, last_wins)
+        let search = |index: &Index, want: &[u8], last_wins| {
+            find_key(text, &index.positions, &index.links, 0, want, last_wins)
         };
-        // A first-match search stops at its key: only the keys before it
-        // are linked.
-        assert_eq!(search(b"b", false), (Some(keys[1] + 3), false));
-        // A missing key passes every member (an escaped key is compared
-        // decoded), and so does a search the links now serve.
-        for _ in 0..2 {
-            assert_eq!(search(b"zz", true), (None, false));
-            assert_eq!(search(b"d", true), (Some(keys[2] + 3), false));
-            assert_eq!(search(b"h", true), (Some(keys[6] + 3), false));
-        }
-        let mut after: Vec<u32> = keys[1..].to_vec();
-        after.push(close + 1);
-        for (key, next) in keys.iter().zip(after) {
-            assert_eq!(index.links[*key as usize + 1], next);
-        }
-        // The keys found through the links are the keys found by stepping;
-        // the inner object `b` was not searched, so nothing links in it.
-        assert_eq!(stepped(&index), keys);
-        assert_eq!(index.links[keys[1] as usize + 4 + 1], 0);
+        // An escaped key is compared decoded; a missing key passes every
+        // member; a first-match search stops at its key.
+        assert_eq!(search(&index, b"zz", true), (None, false));
+        assert_eq!(search(&index, b"d", true), (Some(keys[2] + 3), false));
+        assert_eq!(search(&index, b"h", true), (Some(keys[6] + 3), false));
+        assert_eq!(search(&index, b"b", false), (Some(keys[1] + 3), false));
+        // A member of one-entry or string value links to the next key; one
+        // whose value is a container, to 0, its close's link leading on.
+        assert_eq!(index.links[keys[2] as usize + 1], keys[3]);
+        assert_eq!(index.links[keys[3] as usize + 1], keys[4]);
+        assert_eq!(index.links[keys[1] as usize + 1], 0);
+        assert_eq!(tree.next_key(keys[1]), keys[2]);
+        // The walk reads the links and no value: with the link of "b"
+        // pointing at "e" (skipping "d"), "d" is not found, and "e" is.
+        index.links[keys[1] as usize + 1] = keys[3];
+        assert_eq!(search(&index, b"d", true), (None, false));
+        assert_eq!(search(&index, b"e", true), (Some(keys[3] + 3), false));
+        // A link that would step back moves on by the least a member
+        // spans, so the walk ends whatever the links hold.
+        index.links[keys[1] as usize + 1] = 1;
+        let _ = search(&index, b"h", true);
     }
 
     #[test]

@@ -364,6 +364,14 @@ fn string_escapes(text: Text<'_>, escapes: &[u32], next: &mut usize, end: u32) -
 /// at entries the walk has just read, or (a key's colon) at the entry
 /// after one that is no bracket.
 ///
+/// A key's closing quote is linked to the entry after its member (the
+/// next key, or the entry past the object's `}`), or to 0 when the value
+/// is a container, whose close's link leads there: searches of the
+/// object then step from key to key without reading a byte of a value
+/// ([`crate::navigate::Tree::next_key`]). The link is part of the store
+/// that sets the key's other links, plus one store per string or
+/// container value (docs/benchmarks.md, "Member links from validation").
+///
 /// # Safety
 ///
 /// With `CLOSED`, the index is stage 1's output for the text (a string's
@@ -491,21 +499,30 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
             if escaped {
                 escape_at = string_escapes(text, escapes, &mut next_escape, end)?;
             }
-            link_and_zero!(k, u32::from(escaped));
-            if STRICT {
-                keys.push(k as u32);
-            }
             if colon != b':' {
                 return Err(error_at(text, ErrorCode::ExpectedColon, k + 2));
             }
+            // The key's quotes, its colon and the value (set again when
+            // the value is read). The closing quote's link is the entry
+            // after a member whose value is one entry, a number or
+            // literal; `value` sets it again for any other.
+            let links_from_key = [u32::from(escaped), (k + 5) as u32, 0, 0];
             if CLOSED {
-                // The colon's, and the value's, set again when the value
-                // is read: one store for two. (A colon is no bracket, so
-                // an entry follows it.)
-                link_and_zero!(k + 2, 0);
+                // SAFETY: with CLOSED, k + 2 is no bracket (a colon), so
+                // an entry follows it: k..=k + 3 are entries.
+                unsafe {
+                    links
+                        .as_mut_ptr()
+                        .add(k)
+                        .cast::<[u32; 4]>()
+                        .write_unaligned(links_from_key)
+                }
             } else {
                 // (The value may be missing.)
-                link!(k + 2, 0);
+                links[k..k + 3].copy_from_slice(&links_from_key[..3]);
+            }
+            if STRICT {
+                keys.push(k as u32);
             }
             i = k + 3;
         }};
@@ -513,9 +530,12 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
 
     // Entry `i` starts a value of the innermost container: moves `i` past
     // a string or scalar, or opens a container and goes on with its first
-    // value at `$walk`.
+    // value at `$walk`. A `$member`'s key, its closing quote two entries
+    // back, is linked to the entry after the `,` or `}` that follows a
+    // value of one entry (by `member_key`) or a string (here), and to 0
+    // for a container (here), whose close leads there instead.
     macro_rules! value {
-        ($walk:lifetime) => {{
+        ($walk:lifetime, $member:expr) => {{
             // The value's offset and first byte (0 past the last entry).
             let (p, b) = if CLOSED {
                 // SAFETY: with CLOSED, i is an entry (see the function's
@@ -527,6 +547,9 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
             };
             match b {
                 b'"' => {
+                    if $member {
+                        link!(i - 2, (i + 3) as u32);
+                    }
                     string!(i);
                     i += 2;
                 }
@@ -569,6 +592,9 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
                     i += 1;
                 }
                 b'{' | b'[' => {
+                    if $member {
+                        link!(i - 2, 0);
+                    }
                     if frames.len() >= max_depth {
                         return Err(error_at(text, ErrorCode::DepthExceeded, i));
                     }
@@ -578,6 +604,7 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
                         // Empty: its count, the link of i + 1, is 0.
                         link!(i, (i + 1) as u32);
                         link!(i + 1, 0);
+
                         i += 2;
                         if CLOSED && i == n && close != 0 {
                             // The text ends inside a container, where
@@ -642,17 +669,17 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
     'walk: loop {
         match close {
             b'}' => 'object: loop {
-                value!('walk);
+                value!('walk, true);
                 separator!(b'}', 'object, byte);
                 break;
             },
             b']' => 'array: loop {
-                value!('walk);
+                value!('walk, false);
                 separator!(b']', 'array, byte);
                 break;
             },
             _ => {
-                value!('walk);
+                value!('walk, false);
                 break 'walk;
             }
         }

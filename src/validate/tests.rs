@@ -70,6 +70,54 @@ fn links_match_the_worked_example() {
     assert_eq!(ix.escapes, [11]);
 }
 
+/// The links of each key lead to the entry after its member
+/// ([`Tree::next_key`]), found here by stepping over the value; under
+/// both duplicate-key policies,
+/// whatever the value (containers empty or not, strings, scalars) and
+/// wherever the member is (first, last, nested).
+#[test]
+fn keys_link_to_the_entry_after_their_member() {
+    let mut rng = Rng::new(29);
+    let mut keys_seen = 0;
+    for _ in 0..3_000 {
+        let text = random_json(&mut rng, 5);
+        for duplicate_keys in [DuplicateKeys::LastWins, DuplicateKeys::Error] {
+            let opts = Options {
+                duplicate_keys,
+                ..Options::default()
+            };
+            let Ok(ix) = check(&text, &opts) else {
+                continue;
+            };
+            let tree = Tree {
+                src: &text,
+                positions: &ix.positions,
+                links: &ix.links,
+            };
+            for (e, &p) in ix.positions.iter().enumerate() {
+                if text[p as usize] != b'{' || ix.links[e] == e as u32 + 1 {
+                    continue;
+                }
+                let close = ix.links[e];
+                let mut key = e as u32 + 1;
+                while key < close {
+                    let after = tree.skip(key + 3) + 1;
+                    assert_eq!(
+                        tree.next_key(key),
+                        after,
+                        "{:?}",
+                        String::from_utf8_lossy(&text)
+                    );
+                    keys_seen += 1;
+                    key = after;
+                }
+                assert_eq!(key, close + 1);
+            }
+        }
+    }
+    assert!(keys_seen > 3_000, "only {keys_seen} keys");
+}
+
 #[test]
 fn empty_containers_count_zero() {
     let ix = check(b"[{},[]]", &Options::default()).unwrap();
