@@ -56,13 +56,19 @@ pub const NEAR: u32 = 16;
 
 /// How many times a large object is walked before it gets a table.
 ///
-/// Building a table hashes every key (keyed SipHash) where a walk mostly
-/// compares lengths, so a table costs several walks: an object is walked
-/// up to 8 times first, and a handler that reads a handful of keys of each
+/// Building a table hashes every key (a keyed hash of its length and
+/// ends, SipHash where keys crowd it) where a walk mostly compares
+/// lengths, so a table costs several walks: an object is walked up to 8
+/// times first, and a handler that reads a handful of keys of each
 /// object of a list (an API list's `title`, `user.login`, `labels`,
-/// `number`) builds none. (At 3, reading those four keys of each of 300
-/// GitHub-issue objects spent 44% of its time building tables read once:
-/// `qjson.parse` plus the reads of github-100k took half the time more.)
+/// `number`) builds none. (At 3, with SipHash tables, reading those four
+/// keys of each of 300 GitHub-issue objects spent 44% of its time
+/// building tables read once: `qjson.parse` plus the reads of github-100k
+/// took half the time more. With the quick hash, at 2, `github-get` of
+/// `benches/insn_loops.lua` still counted 969 691 native instructions
+/// against 741 728 at 8, and `twitter-get` 3 416 983 against 2 998 674,
+/// on 2026-12-05: docs/benchmarks.md, "Member links from validation",
+/// has the command.)
 pub const WALKS: u32 = 8;
 
 /// How many read positions are remembered: enough for a loop that reads
