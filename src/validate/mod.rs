@@ -604,7 +604,6 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
                         // Empty: its count, the link of i + 1, is 0.
                         link!(i, (i + 1) as u32);
                         link!(i + 1, 0);
-
                         i += 2;
                         if CLOSED && i == n && close != 0 {
                             // The text ends inside a container, where
