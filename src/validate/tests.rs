@@ -71,10 +71,10 @@ fn links_match_the_worked_example() {
 }
 
 /// The links of each key lead to the entry after its member
-/// ([`Tree::next_key`]), found here by stepping over the value; under
-/// both duplicate-key policies,
-/// whatever the value (containers empty or not, strings, scalars) and
-/// wherever the member is (first, last, nested).
+/// ([`Tree::next_key`]), found here by stepping over the value: under
+/// both duplicate-key policies, whatever the value (containers empty or
+/// not, strings, scalars) and wherever the member is (first, last,
+/// nested).
 #[test]
 fn keys_link_to_the_entry_after_their_member() {
     let mut rng = Rng::new(29);
