@@ -47,8 +47,6 @@ local function set_and_encode(lib, text, key, value)
     return #lib.encode(t)
 end
 
--- A workload that makes plain tables of `text` with `lib[how]`, keeps
--- them, and reads the string at `key`.
 -- twitter.json of the corpus, under $QJSON_DATA (../shared/data), read
 -- by the first workload that needs it.
 local function twitter()
@@ -61,6 +59,8 @@ local function twitter()
     return TWITTER
 end
 
+-- A workload that makes plain tables of `text` with `lib[how]`, keeps
+-- them, and reads the string at `key`.
 local function plain_tables(how, text, key)
     return function(lib, k)
         local t = lib[how](text)

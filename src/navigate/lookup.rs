@@ -47,7 +47,7 @@
 use super::Tree;
 use crate::index::Index;
 use crate::validate::duplicates::{
-    PAIRWISE_MAX, Placement, decoded, fill, find, raw_lengths, repeats_earlier, table_len,
+    Filled, PAIRWISE_MAX, Placement, decoded, fill, find, raw_lengths, repeats_earlier, table_len,
 };
 
 /// How far past a remembered position (or the start) a read may step
@@ -140,6 +140,15 @@ struct ObjectTable {
 }
 
 impl ObjectTable {
+    /// The first word of the table [`fill`] made as `filled`.
+    fn first_word(filled: Filled) -> u32 {
+        filled.distinct
+            | match filled.placement {
+                Placement::Quick => 0,
+                Placement::Sip => SIP_TABLE,
+            }
+    }
+
     /// The table of `len` slots whose first word is `words[start]`.
     fn read(words: &[u32], start: usize, len: usize) -> ObjectTable {
         let first = words[start];
@@ -338,11 +347,7 @@ impl Lookup {
             &mut b.key,
             &mut self.work,
         );
-        b.words[start] = filled.distinct
-            | match filled.placement {
-                Placement::Quick => 0,
-                Placement::Sip => SIP_TABLE,
-            };
+        b.words[start] = ObjectTable::first_word(filled);
         index.links[slot] = WALKS + 1 + table;
         ObjectTable::read(&b.words, start, len)
     }

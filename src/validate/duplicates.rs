@@ -69,7 +69,7 @@ const BUCKET_MAX: usize = 8;
 /// (`keys_of_real_objects_are_placed_quickly`). An object that does go
 /// over only falls back to SipHash; an attacker's keys cost at most this
 /// many probes each before that.
-pub const MAX_PROBES: u32 = 128;
+const MAX_PROBES: u32 = 128;
 
 /// The number of slots a table for `keys` keys (at least 2) needs: 1.75
 /// per key, so the table is at most 4/7 full and takes 7 bytes per key.
@@ -487,6 +487,7 @@ fn fingerprint(key: &[u8]) -> usize {
         .wrapping_mul(0x9E37_79B9_7F4A_7C15);
     (mixed >> (64 - BUCKET_BITS)) as usize
 }
+
 #[cfg(test)]
 mod tests {
     use super::{MAX_PROBES, PAIRWISE_CHECK_MAX, Placement, fill, find, table_len};
