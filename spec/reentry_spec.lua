@@ -15,6 +15,7 @@ local ffi = require("ffi")
 local qjson = require("qjson")
 local qffi = require("qjson.ffi")
 local sse = require("qjson.sse")
+local safe = require("qjson.safe")
 
 local MEMCHECK = os.getenv("QJSON_MEMCHECK") ~= nil
 local ROUNDS = MEMCHECK and 100 or 1000
@@ -252,5 +253,38 @@ describe("qjson re-entered during a call", function()
         local nested_after, abandoned_after = qffi.section_counts()
         assert.equal(nested_before, nested_after)
         assert.equal(abandoned_before + 1, abandoned_after)
+    end)
+
+    it("ends an encode's section when the encode raises, though it runs unprotected", function()
+        -- The Lua encoder runs outside pcall (see `raise` in
+        -- lua/qjson/encode.lua), so its own errors must end its section:
+        -- otherwise the next call finds it abandoned.
+        local refused = {
+            "Cannot serialise function: type not supported",
+            "Cannot serialise, excessive nesting (4)",
+            "Cannot serialise number: must not be NaN or Infinity",
+        }
+        qjson.encode_max_depth(3)
+        local function changed(value)
+            local t = qjson.decode('{"a":[1,{"b":2}],"c":"x"}')
+            t.a[2].b = value
+            return t
+        end
+        local cases = { changed(print), changed({ { 1 } }), changed(0 / 0) }
+        local _, abandoned_before = qffi.section_counts()
+        for i, t in ipairs(cases) do
+            local ok, err = pcall(qjson.encode, t)
+            assert.is_false(ok)
+            assert.equal(refused[i], err)
+            assert.same({ nil, refused[i] }, { safe.encode(t) })
+            assert.same({ false, refused[i] }, { pcall(qjson.encode_pieces, t) })
+            -- The next encode starts afresh, on the shared reader.
+            assert.equal('{"a":[1,{"b":7}],"c":"x"}', qjson.encode(changed(7)))
+            assert.equal('{"a":[1,{"b":8}],"c":"x"}',
+                         table.concat((qjson.encode_pieces(changed(8)))))
+        end
+        qjson.encode_max_depth(1000)
+        local _, abandoned_after = qffi.section_counts()
+        assert.equal(abandoned_before, abandoned_after)
     end)
 end)

@@ -127,8 +127,42 @@ local config
 local buf = buffer.new()
 local reader
 
+-- The deepest table entered by the current encode: should a nesting
+-- within encode_max_depth still exhaust LuaJIT (its stack when the caller
+-- is itself deep, its C stack after some hundred thousand levels), the
+-- error says how deep it got, as cjson's does when lua_checkstack fails.
+local deepest = 0
+
+-- err, or cjson's message with the depth reached for a stack that ran
+-- out (see SEGMENT).
+local function reported(err)
+    if type(err) == "string" and str_find(err, "stack overflow", 1, true) then
+        return str_format("Cannot serialise, excessive nesting (%d)", deepest)
+    end
+    return err
+end
+
+-- Raises `err` out of the encode under way.
+--
+-- An encode in `main` is not run under pcall: a side trace that starts
+-- inside a pcall'd function can never return through the pcall ("NYI:
+-- return to lower frame"), so each exit of the encoder's traces that
+-- LuaJIT wanted a side trace for ran interpreted from then on. What an
+-- error leaves of its state, the next encode sets afresh (`encode_with`);
+-- its section it ends here, as sections never raise before leaving
+-- (lua/qjson/ffi.lua). An encode in a reader of its own (inside another's
+-- section) runs under lua_encode's pcall, which gives the other its state
+-- back.
+local function raise(err)
+    if reader == MAIN then
+        reader = nil
+        leave(MAIN)
+    end
+    error(reported(err), 0)
+end
+
 local function fail(kind, reason)
-    error("Cannot serialise " .. kind .. ": " .. reason, 0)
+    raise("Cannot serialise " .. kind .. ": " .. reason)
 end
 
 -- Strings are escaped natively (src/escape.rs), straight into buf, in
@@ -155,7 +189,7 @@ local function put_string(s)
             buf:commit(C.qjson_escape(src + done, len - done, slash, p, room, reader))
             local consumed = tonumber(reader.count)
             if consumed == 0 then
-                error("qjson: internal error escaping a string", 0)
+                raise("qjson: internal error escaping a string")
             end
             done = done + consumed
         end
@@ -396,14 +430,8 @@ local function put_key(k)
     end
 end
 
--- The deepest table entered by the current encode: should a nesting
--- within encode_max_depth still exhaust LuaJIT (its stack when the caller
--- is itself deep, its C stack after some hundred thousand levels), the
--- error says how deep it got, as cjson's does when lua_checkstack fails.
-local deepest = 0
-
 local function nesting_error(depth)
-    error(str_format("Cannot serialise, excessive nesting (%d)", depth), 0)
+    raise(str_format("Cannot serialise, excessive nesting (%d)", depth))
 end
 
 local function enter_table(depth)
@@ -680,18 +708,19 @@ end
 -- Where coroutines are disabled (nginx's log_by_lua*, which raises "API
 -- disabled in the context of log_by_lua*"), it goes on in the stack it
 -- is in, and a nesting deeper than that stack holds raises cjson's
--- "excessive nesting" error (see encode_with).
+-- "excessive nesting" error (see `raise`).
 local SEGMENT = 500
 
 local function put_container_on_new_stack(v, depth)
     local made, co = pcall(co_create, put_container)
-    if not made then
-        put_container(v, depth)
-        return
+    local ok, err
+    if made then
+        ok, err = co_resume(co, v, depth)
+    else
+        ok, err = pcall(put_container, v, depth)
     end
-    local ok, err = co_resume(co, v, depth)
     if not ok then
-        error(err, 0)
+        raise(err)
     end
 end
 
@@ -820,27 +849,16 @@ local function take_pieces()
 end
 
 -- Encodes v in reader R's section; returns the text (in pieces and its
--- length when `pieces` is set), or nil and the error.
+-- length when `pieces` is set). Raises as `raise` says; whatever an error
+-- left behind, the next encode sets afresh here.
 local function encode_with(v, R, pieces)
     buf:reset()
     pending_base, pending_from, pending_to = NOWHERE, 0, 0
     out_pieces, out_count, out_len, out_runs = pieces and new_tab(4, 0) or false, 0, 0, 0
     deepest = 0
     reader = R
-    local ok, err = pcall(put_top, v)
-    -- Every copy is flushed by the writer that made it (put_proxy,
-    -- put_top), so only an error leaves one pending, and its output is
-    -- dropped.
-    pending_base, pending_from, pending_to = NOWHERE, 0, 0
+    put_top(v)
     reader = nil
-    if not ok then
-        buf:reset()
-        out_pieces, out_count, out_len, out_runs = false, 0, 0, 0
-        if type(err) == "string" and str_find(err, "stack overflow", 1, true) then
-            err = str_format("Cannot serialise, excessive nesting (%d)", deepest)
-        end
-        return nil, err
-    end
     if pieces then
         return take_pieces()
     end
@@ -865,9 +883,10 @@ local function lua_encode(v, cfg, pieces)
     local R = enter()
     local saved_config = config
     config = cfg
-    -- The text (or its pieces), and then the pieces' length or the error.
+    -- The text (or its pieces), and then the pieces' length.
     local out, second
     if R == MAIN then
+        -- Not under pcall: see `raise`.
         out, second = encode_with(v, R, pieces)
     else
         -- Inside another encode's section, perhaps: keep its state.
@@ -876,17 +895,23 @@ local function lua_encode(v, cfg, pieces)
         local saved_pieces, saved_count, saved_len, saved_runs = out_pieces, out_count, out_len,
                                                                   out_runs
         buf = buffer.new()
-        out, second = encode_with(v, R, pieces)
+        local ok
+        ok, out, second = pcall(encode_with, v, R, pieces)
+        if not ok then
+            out = reported(out)
+        end
         buf, reader, deepest = saved_buf, saved_reader, saved_deepest
         pending_base, pending_from, pending_to = saved_base, saved_from, saved_to
         out_pieces, out_count, out_len, out_runs = saved_pieces, saved_count, saved_len,
                                                    saved_runs
+        if not ok then
+            config = saved_config
+            leave(R)
+            error(out, 0)
+        end
     end
     config = saved_config
     leave(R)
-    if out == nil then
-        error(second, 0)
-    end
     if pieces then
         return out, second
     end
