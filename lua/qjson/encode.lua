@@ -128,9 +128,12 @@ local buf = buffer.new()
 local reader
 
 -- The deepest table entered by the current encode: should a nesting
--- within encode_max_depth still exhaust LuaJIT (its stack when the caller
--- is itself deep, its C stack after some hundred thousand levels), the
--- error says how deep it got, as cjson's does when lua_checkstack fails.
+-- within encode_max_depth still exhaust LuaJIT (a stack segment's, see
+-- SEGMENT, or its C stack after some hundred thousand levels), the error
+-- says how deep it got, as cjson's does when lua_checkstack fails. (A
+-- caller so deep that the first SEGMENT levels overflow its own stack
+-- gets LuaJIT's "stack overflow": that stack is under no pcall, see
+-- `raise`.)
 local deepest = 0
 
 -- err, or cjson's message with the depth reached for a stack that ran
