@@ -301,3 +301,35 @@ describe("versions", function()
         assert.equal(native, require("qjson.doc")._VERSION)
     end)
 end)
+
+describe("the C library's locale", function()
+    it("leaves numbers written with '.' when its decimal point is ','", function()
+        -- The Lua encoder writes the numbers LuaJIT's formatter rounds
+        -- otherwise than cjson with snprintf (see put_number), which
+        -- writes the locale's decimal point. de_DE is built from the
+        -- locale sources (Debian's `locales`) into a directory of its own.
+        local dir = os.tmpname()
+        os.remove(dir)
+        assert(os.execute("mkdir -p " .. shell_quote(dir)))
+        local built = os.execute("localedef -i de_DE -f UTF-8 "
+                                 .. shell_quote(dir .. "/de_DE.UTF-8") .. " >/dev/null 2>&1")
+        local out = run_child(prelude(ROOT) .. [[
+            local ffi = require("ffi")
+            local qjson = require("qjson")
+            assert(os.setlocale("de_DE.UTF-8", "numeric"), "no de_DE locale")
+            local halfway = 440103099353365.5
+            local b = ffi.new("char[32]")
+            io.write(ffi.string(b, ffi.C.snprintf(b, 32, "%.14g", halfway)), "\n")
+            local t = qjson.decode('{"a":1,"b":[2]}')
+            t.a, t.b[1] = halfway, -2.5e-300
+            io.write(qjson.encode(t), "\n")
+            qjson.encode_number_precision(16)
+            t.a = 0.5
+            io.write(qjson.encode(t), "\n")
+        ]], { LOCPATH = dir })
+        os.execute("rm -rf " .. shell_quote(dir))
+        assert.truthy(built == true or built == 0, "localedef failed")
+        assert.equal('4,4010309935337e+14\n{"a":4.4010309935337e+14,"b":[-2.5e-300]}\n'
+                     .. '{"a":0.5,"b":[-2.5e-300]}\n', out)
+    end)
+end)

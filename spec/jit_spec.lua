@@ -603,6 +603,32 @@ describe("JIT compilation of the getters", function()
         assert.equal(0, bad)
     end)
 
+    it("decode, add a number of more than 14 digits, encode: no loop in the number",
+       function()
+        -- Such a number is written by snprintf, as cjson writes it (see
+        -- put_number). A loop over its digits (for the locale's decimal
+        -- point) was a loop inside every encode of one: it got a trace
+        -- of its own, and a loop around the encode never compiled.
+        local bad = 0
+        local function run()
+            for i = 1, ITERATIONS do
+                local t = qjson.decode(TOOL_CALL)
+                t.created_us = 1.7e15 + i * 1000
+                local out = qjson.encode(t)
+                if not find(out, ',"created_us":1.7', 1, true) then bad = bad + 1 end
+            end
+        end
+        assert_compiles(run)
+        assert_none(run, function(result)
+            local found = {}
+            for _, line in ipairs(lines_with(result.log, " loop]")) do
+                if find(line, "encode%.lua:%d+ loop%]$") then found[#found + 1] = line end
+            end
+            return found
+        end, "a loop trace in the encoder")
+        assert.equal(0, bad)
+    end)
+
     it("decode, change a streamed event's delta, encode in pieces", function()
         -- The text before the value is a piece of its own (flush).
         local event = '{"id":"chatcmpl-AbC123xYz","object":"chat.completion.chunk",'

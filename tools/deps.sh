@@ -15,7 +15,7 @@
 # it into its cache instead).
 set -euo pipefail
 
-want=(luajit2 libluajit2-5.1-dev lua-busted lua-cjson lua-check valgrind perl build-essential curl ca-certificates
+want=(luajit2 libluajit2-5.1-dev lua-busted lua-cjson lua-check valgrind perl build-essential curl ca-certificates locales
       nginx libnginx-mod-http-lua lua-resty-core)
 mode=${1:-test}
 case "$mode" in

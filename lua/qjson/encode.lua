@@ -69,6 +69,7 @@ local math_ceil = math.ceil
 local str_find = string.find
 local str_gsub = string.gsub
 local str_format = string.format
+local str_sub = string.sub
 local str_char = string.char
 
 local huge = math.huge
@@ -209,6 +210,10 @@ end
 -- fractions of at most 24 bits (a finer one has 18 or more significant
 -- digits: its odd numerator times 5^k, k > 24).
 pcall(ffi.cdef, "int snprintf(char *str, size_t size, const char *format, ...);")
+-- snprintf writes the locale's decimal point (after os.setlocale); cjson
+-- writes "." whatever the locale. localeconv's struct starts with it.
+pcall(ffi.cdef, "struct lconv *localeconv(void);")
+local LCONV_PTR = ffi.typeof("struct { const char *decimal_point; } *")
 local libc = ffi.C
 local NUMBER_MAX = 32
 
@@ -246,14 +251,21 @@ local function put_number(n)
     end
     local p = buf:reserve(NUMBER_MAX)
     local len = libc.snprintf(p, NUMBER_MAX, config.number_format, n)
-    -- "." whatever the locale's decimal point, as cjson writes.
-    for i = 0, len - 1 do
-        local c = p[i]
-        if c ~= 46 and c ~= 45 and c ~= 43 and c ~= 101 and (c < 48 or c > 57) then
-            p[i] = 46
-        end
+    -- The locale's decimal point, checked here and not with a loop over
+    -- the digits: a loop run on every such number is an inner loop in
+    -- the trace of any loop around the encode ("inner loop in root
+    -- trace"), which then never compiled.
+    local point = ffi_cast(LCONV_PTR, libc.localeconv()).decimal_point
+    if point[0] == 46 and point[1] == 0 then
+        buf:commit(len)
+        return
     end
-    buf:commit(len)
+    local text, mark = ffi_string(p, len), ffi_string(point)
+    local at = str_find(text, mark, 1, true)
+    if at then
+        text = str_sub(text, 1, at - 1) .. "." .. str_sub(text, at + #mark)
+    end
+    buf:put(text)
 end
 
 local int64_t = ffi.typeof("int64_t")
