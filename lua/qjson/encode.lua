@@ -913,6 +913,7 @@ local function lua_encode(v, cfg, pieces)
         local ok
         ok, out, second = pcall(encode_with, v, R, pieces)
         if not ok then
+            -- (While `deepest` is still this encode's.)
             out = reported(out)
         end
         buf, reader, deepest = saved_buf, saved_reader, saved_deepest
