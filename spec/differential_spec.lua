@@ -13,6 +13,7 @@
 
 local qjson = require("qjson")
 local cjson = require("cjson")
+local lua_encode = require("qjson.encode").lua_encode
 local helper = require("helper")
 local gen = require("gen")
 local mutation = require("mutation")
@@ -162,6 +163,11 @@ describe("encode agrees with cjson.encode", function()
                     end
                     local expected, got = cjson.encode(x), qjson.encode(x)
                     assert(expected == got, ("precision %d, value %d (%.17g): cjson %s, qjson %s")
+                                            :format(precision, i, x, expected, got))
+                    -- The Lua encoder's writer too (a number set on a
+                    -- proxy), which hands these to snprintf.
+                    got = lua_encode(x)
+                    assert(expected == got, ("precision %d, value %d (%.17g): cjson %s, Lua %s")
                                             :format(precision, i, x, expected, got))
                 end
             end
