@@ -17,10 +17,11 @@
 --                                                its own, as nginx runs a
 --                                                handler (see `as_handler`)
 --
--- Per workload: each library warmed up with 50 calls, or a second of them
--- (so the JIT compiles the loops), a full GC, then 9 rounds in which every
--- library runs for about 50 ms in turn, each round timed up to the end of
--- a full collection of its garbage (see `measure`); per library the
+-- Per workload: every compiled trace flushed (see `measure`), each library
+-- warmed up with 50 calls, or a second of them (so the JIT compiles the
+-- loops), a full GC, then 9 rounds in which every library runs for about
+-- 50 ms in turn, each round timed up to the end of a full collection of
+-- its garbage (see `measure`); per library the
 -- median ops/s, the min-max range, the Lua heap growth over its rounds,
 -- the process's peak RSS and each round's ops/s (ratios between libraries
 -- are taken round by round: see `ratio`). Every workload's answer is checked against
@@ -805,6 +806,13 @@ end
 local function measure(checked, texts)
     local n = #texts
     local libs, calls, fns = {}, {}, {}
+    -- Each workload starts with no compiled code: traces compiled for the
+    -- workloads before it hold guards on their functions (a side trace
+    -- that returns out of qjson checks which function it returns to, and
+    -- each workload's is a copy of its own, see `own`), which the next
+    -- one's calls failed on every call, sometimes into side traces that
+    -- never compiled (docs/benchmarks.md, "The harness's own traces").
+    jit.flush()
     for _, lib in ipairs(LIBRARIES) do
         local fn = checked[lib]
         fn = fn and own(HANDLERS and as_handler(fn) or fn)
