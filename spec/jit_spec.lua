@@ -196,6 +196,15 @@ local function lines_with(lines, text, unless)
     return found
 end
 
+-- The lines of `lines` holding `text` that also match `pattern`.
+local function lines_matching(lines, text, pattern)
+    local found = {}
+    for _, line in ipairs(lines_with(lines, text)) do
+        if find(line, pattern) then found[#found + 1] = line end
+    end
+    return found
+end
+
 -- Fails if any trace `fn` starts aborts on an NYI (but for side traces,
 -- "return to lower frame", see trace). For code whose calls into
 -- string.buffer and table.sort stitch, and whose short inner loops get
@@ -594,11 +603,7 @@ describe("JIT compilation of the getters", function()
                 if qjson.decode(qjson.encode(t)).options.max_items ~= i then bad = bad + 1 end
             end
         end, function(result)
-            local found = {}
-            for _, line in ipairs(lines_with(result.log, "return to lower frame at ")) do
-                if find(line, " encode%.lua:%d+%]$") then found[#found + 1] = line end
-            end
-            return found
+            return lines_matching(result.log, "return to lower frame at ", " encode%.lua:%d+%]$")
         end, "a side trace that cannot return out of the encoder")
         assert.equal(0, bad)
     end)
@@ -620,11 +625,7 @@ describe("JIT compilation of the getters", function()
         end
         assert_compiles(run)
         assert_none(run, function(result)
-            local found = {}
-            for _, line in ipairs(lines_with(result.log, " loop]")) do
-                if find(line, "encode%.lua:%d+ loop%]$") then found[#found + 1] = line end
-            end
-            return found
+            return lines_matching(result.log, " loop]", "encode%.lua:%d+ loop%]$")
         end, "a loop trace in the encoder")
         assert.equal(0, bad)
     end)
