@@ -137,11 +137,16 @@ local reader
 -- `raise`.)
 local deepest = 0
 
+-- cjson's message for a nesting too deep, at `depth`.
+local function nesting_message(depth)
+    return str_format("Cannot serialise, excessive nesting (%d)", depth)
+end
+
 -- err, or cjson's message with the depth reached for a stack that ran
 -- out (see SEGMENT).
 local function reported(err)
     if type(err) == "string" and str_find(err, "stack overflow", 1, true) then
-        return str_format("Cannot serialise, excessive nesting (%d)", deepest)
+        return nesting_message(deepest)
     end
     return err
 end
@@ -446,7 +451,7 @@ local function put_key(k)
 end
 
 local function nesting_error(depth)
-    raise(str_format("Cannot serialise, excessive nesting (%d)", depth))
+    raise(nesting_message(depth))
 end
 
 local function enter_table(depth)
@@ -898,8 +903,9 @@ local function lua_encode(v, cfg, pieces)
     local R = enter()
     local saved_config = config
     config = cfg
-    -- The text (or its pieces), and then the pieces' length.
-    local out, second
+    -- The text (or its pieces), and then the pieces' length; or, when
+    -- `ok` is false, the error in `out`.
+    local ok, out, second = true
     if R == MAIN then
         -- Not under pcall: see `raise`.
         out, second = encode_with(v, R, pieces)
@@ -910,7 +916,6 @@ local function lua_encode(v, cfg, pieces)
         local saved_pieces, saved_count, saved_len, saved_runs = out_pieces, out_count, out_len,
                                                                   out_runs
         buf = buffer.new()
-        local ok
         ok, out, second = pcall(encode_with, v, R, pieces)
         if not ok then
             -- (While `deepest` is still this encode's.)
@@ -920,14 +925,12 @@ local function lua_encode(v, cfg, pieces)
         pending_base, pending_from, pending_to = saved_base, saved_from, saved_to
         out_pieces, out_count, out_len, out_runs = saved_pieces, saved_count, saved_len,
                                                    saved_runs
-        if not ok then
-            config = saved_config
-            leave(R)
-            error(out, 0)
-        end
     end
     config = saved_config
     leave(R)
+    if not ok then
+        error(out, 0)
+    end
     if pieces then
         return out, second
     end
