@@ -272,7 +272,7 @@ impl<'a> Document<'a> {
     /// object) into the FFI's member read, where it is most of the work.
     #[inline(always)]
     pub fn member(&mut self, obj: u32, key: &[u8]) -> Option<u32> {
-        self.member_repeated(obj, key).map(|(at, _)| at)
+        self.find_member(obj, key, false).map(|(at, _)| at)
     }
 
     /// [`Document::member`], and whether another member of the object
@@ -281,14 +281,26 @@ impl<'a> Document<'a> {
     /// whether a change to the member must also drop other copies of it.
     #[inline(always)]
     pub fn member_repeated(&mut self, obj: u32, key: &[u8]) -> Option<(u32, bool)> {
+        self.find_member(obj, key, true)
+    }
+
+    /// [`Document::member_repeated`], whose second answer is false unless
+    /// `repeats_wanted` (see [`crate::navigate::lookup::Lookup::member`]).
+    #[inline(always)]
+    fn find_member(&mut self, obj: u32, key: &[u8], repeats_wanted: bool) -> Option<(u32, bool)> {
         if self.tree().value_type(obj) != ValueType::Object {
             return None;
         }
         let last_wins = self.last_wins();
         self.read = true;
-        let (found, repeated) = self
-            .lookup
-            .member(self.src, &mut self.index, obj, key, last_wins);
+        let (found, repeated) = self.lookup.member(
+            self.src,
+            &mut self.index,
+            obj,
+            key,
+            last_wins,
+            repeats_wanted,
+        );
         self.remeasure();
         found.map(|at| (at, repeated))
     }

@@ -652,10 +652,12 @@ fn read_found(
 }
 
 /// The value of member `key` (decoded bytes, `key_len` long, or NULL
-/// with 0) of the object at `cursor`, read into `reader.value` by `read`,
-/// with `value.i64_` 2 when other members may have the key (a change must
-/// drop them too: `Document::member_repeated`), else 1;
-/// `QJSON_NOT_FOUND` when there is none.
+/// with 0) of the object at `cursor`, read into `reader.value` by `read`;
+/// with `repeats`, `value.i64_` is 2 when other members may have the key
+/// (a change must drop them too: `Document::member_repeated`), else 1.
+/// `QJSON_NOT_FOUND` when there is none. A read without `repeats` walks
+/// the members from the last and stops at the first match
+/// (`Document::member`).
 ///
 /// # Safety
 /// As `with_reader`; `key` is valid for `key_len` bytes (or NULL with 0).
@@ -665,6 +667,7 @@ unsafe fn with_member(
     key: *const c_char,
     key_len: usize,
     reader: *mut qjson_reader,
+    repeats: bool,
     read: impl FnOnce(&qjson_doc, u32, &mut qjson_value, &mut Vec<u8>) -> c_int,
 ) -> c_int {
     // SAFETY: the caller's guarantees are with_reader's.
@@ -677,9 +680,16 @@ unsafe fn with_member(
             if !doc.is_value(cursor) {
                 return ErrorCode::BadCursor as c_int;
             }
-            match doc.member_repeated(cursor, key) {
+            let found = if repeats {
+                doc.member_repeated(cursor, key)
+            } else {
+                doc.member(cursor, key).map(|at| (at, false))
+            };
+            match found {
                 Some((at, repeated)) => {
-                    reader.value.i64_ = 1 + i64::from(repeated);
+                    if repeats {
+                        reader.value.i64_ = 1 + i64::from(repeated);
+                    }
                     read(doc, at, &mut reader.value, &mut scratch.text)
                 }
                 None => ErrorCode::NotFound as c_int,
@@ -702,7 +712,7 @@ pub unsafe extern "C" fn qjson_get_key(
     reader: *mut qjson_reader,
 ) -> c_int {
     // SAFETY: the caller's guarantees are with_member's.
-    unsafe { with_member(doc, cursor, key, key_len, reader, read_scalar) }
+    unsafe { with_member(doc, cursor, key, key_len, reader, false, read_scalar) }
 }
 
 /// The exact source text of member `key` of the object at `cursor`, as
@@ -720,7 +730,7 @@ pub unsafe extern "C" fn qjson_raw_key(
     reader: *mut qjson_reader,
 ) -> c_int {
     // SAFETY: the caller's guarantees are with_member's.
-    unsafe { with_member(doc, cursor, key, key_len, reader, read_raw) }
+    unsafe { with_member(doc, cursor, key, key_len, reader, true, read_raw) }
 }
 
 /// Reads element `index` (0-based) of the array at `cursor`, like

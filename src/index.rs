@@ -36,7 +36,8 @@
 //!   character inside a string (the byte after the backslash).
 //! * The links of separators (`:` and `,`) are 0 after validation. Reads
 //!   may later keep a container's lookup state in the link of its first
-//!   separator ([`crate::navigate::lookup`]); nothing else reads them.
+//!   separator, and back links in the commas of an object they walked
+//!   ([`crate::navigate::lookup`]); nothing else reads them.
 //! * Through the links of its keys' closing quotes, a search of an
 //!   object ([`crate::navigate::find_key`]) steps from key to key without
 //!   looking at a value.

@@ -101,8 +101,8 @@ typedef struct qjson_value {
     size_t len;              /* byte length of str; qjson_len and arrays: the count */
     double num;              /* qjson_get on a number: nearest double */
     int64_t i64;             /* qjson_get_i64: the value; qjson_len: members with repeats;
-                                qjson_get_key, qjson_raw_key: 2 when other members may
-                                have the key, else 1;
+                                qjson_raw_key: 2 when other members may have
+                                the key, else 1;
                                 QJSON_BAD_PATH: offset in path */
 } qjson_value;
 

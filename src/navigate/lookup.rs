@@ -19,6 +19,17 @@
 //!   each repeated key under "last wins") plus its count of distinct keys,
 //!   at most 8 bytes per member. The table also answers `len` and which
 //!   members iteration shows, each of which builds it at once.
+//! * **Reads from the back.** Under "last wins" a walk from the front
+//!   must pass every member, since a later one may repeat the key. So the
+//!   first walk of an object of more than [`BACK_LINKS_FROM`] members
+//!   also leaves back links in its commas (the first comma's to the last
+//!   member's key, every other's to the key of the member before it), and
+//!   a read after it walks from the last member and stops at its first
+//!   match ([`super::find_last_key`]): on github-100k's issue objects (23
+//!   members, `title`, `user`, `labels` and `number` read) it visits two
+//!   thirds of the members the whole walks did. A change, which must
+//!   know whether the key repeats, still walks every member. Whether the
+//!   commas hold back links is the object's state: not 0 once walked.
 //!
 //! A container gets a table at most once per document, built in time
 //! linear in its size, and a read without one costs at most `NEAR` steps
@@ -38,7 +49,9 @@
 //! ```text
 //! array  [ e0 , e1 , ... ]   link of the first ',': 0, or 1 + table number
 //! object { "k" : v , ... }   link of the first ':': walks so far (0..=WALKS),
-//!                            or WALKS + 1 + table number
+//!                            or WALKS + 1 + table number; for an object of
+//!                            BACK_LINKS_FROM + 1 to PAIRWISE_MAX members,
+//!                            0 or 1 (walked: its commas link back)
 //! ```
 //!
 //! An array of one element has no `,` and needs no table; every object
@@ -70,6 +83,13 @@ pub const NEAR: u32 = 16;
 /// on 2026-12-05: docs/benchmarks.md, "Member links from validation",
 /// has the command.)
 pub const WALKS: u32 = 8;
+
+/// Objects of more members than this get back links on their first
+/// walk under "last wins", and later reads walk them from the last member
+/// and stop at the first match (see the module docs); a smaller object
+/// is walked from the front, as is any object under "error", where a read
+/// stops at its match.
+pub const BACK_LINKS_FROM: u32 = 8;
 
 /// How many read positions are remembered: enough for a loop that reads
 /// arrays nested a few levels deep in step.
@@ -353,9 +373,13 @@ impl Lookup {
     }
 
     /// The value entry of member `want` (decoded bytes) of the object at
-    /// `obj`: the last match when `last_wins`, else the first; and whether
-    /// another member has the key too (for an object searched through its
-    /// table: whether any key of it is repeated).
+    /// `obj`: the last match when `last_wins`, else the first; and, when
+    /// `repeats_wanted`, whether another member has the key too (for an
+    /// object searched through its table: whether any key of it is
+    /// repeated). Without `repeats_wanted` that is false, and a walk
+    /// under "last wins" goes from the last member and stops at the
+    /// first match ([`super::find_last_key`]), where finding the others
+    /// means walking every member ([`super::find_key`]).
     ///
     /// Inlined into its callers: a small object (the common case) is
     /// walked at once, without a call to pass the arguments through;
@@ -368,21 +392,37 @@ impl Lookup {
         obj: u32,
         want: &[u8],
         last_wins: bool,
+        repeats_wanted: bool,
     ) -> (Option<u32>, bool) {
         let count = tree(src, index).count(obj);
-        if count as usize > PAIRWISE_MAX {
-            // Its first WALKS searches walk it and count themselves in
-            // its state (see the module docs), in line: a call each cost
-            // more than the count.
+        // Whether an earlier walk left back links in the commas (see the
+        // module docs): the state is not 0 after one.
+        let mut linked = false;
+        if count > BACK_LINKS_FROM {
             let slot = obj as usize + 3;
             let state = index.links[slot];
-            if state >= WALKS {
-                return self.large_member(src, index, obj, count, want, last_wins);
+            if count as usize > PAIRWISE_MAX {
+                // Its first WALKS searches walk it and count themselves in
+                // its state, in line: a call each cost more than the count.
+                if state >= WALKS {
+                    return self.large_member(src, index, obj, count, want, last_wins);
+                }
+                index.links[slot] = state + 1;
+            } else {
+                index.links[slot] = 1;
             }
-            index.links[slot] = state + 1;
+            linked = state != 0;
         }
         self.work += u64::from(count);
-        super::find_key(src, &index.positions, &index.links, obj, want, last_wins)
+        if last_wins && linked && !repeats_wanted {
+            let found = super::find_last_key(src, &index.positions, &index.links, obj, want);
+            return (found, false);
+        }
+        let (positions, links) = (&index.positions, &mut index.links);
+        if last_wins && !linked && count > BACK_LINKS_FROM {
+            return super::find_key::<true>(src, positions, links, obj, want, last_wins);
+        }
+        super::find_key::<false>(src, positions, links, obj, want, last_wins)
     }
 
     /// [`Lookup::member`] for an object of `count` members, more than
@@ -540,6 +580,66 @@ mod tests {
 
     fn parse(text: &[u8]) -> Document<'_> {
         Document::parse(text, &Options::default()).unwrap()
+    }
+
+    /// The links of the object's commas, and the entries of its keys.
+    fn commas_and_keys(d: &Document<'_>) -> (Vec<u32>, Vec<u32>) {
+        let index = d.index();
+        let (mut commas, mut keys) = (Vec::new(), Vec::new());
+        for e in 0..index.positions.len() as u32 {
+            if d.is_key(e) {
+                keys.push(e);
+            } else if d.src()[index.positions[e as usize] as usize] == b',' {
+                commas.push(index.links[e as usize]);
+            }
+        }
+        (commas, keys)
+    }
+
+    /// Under "last wins" the first read of an object of more than
+    /// BACK_LINKS_FROM members leaves back links in its commas (the first
+    /// to the last key, each other to the key before it), and the reads
+    /// after it, which walk from the last member, find the last of each
+    /// repeated key; under "error", and in a smaller object, the commas
+    /// keep the 0 validation left.
+    #[test]
+    fn reads_of_a_wide_object_link_its_commas_back() {
+        let n = BACK_LINKS_FROM as usize + 4;
+        let repeating: Vec<String> = (0..n).map(|i| format!("k{}", i % 6)).collect();
+        let text = wide(&repeating);
+        let mut d = parse(&text);
+        assert!(commas_and_keys(&d).0.iter().all(|&link| link == 0));
+        for _ in 0..3 {
+            for i in 0..7 {
+                let got = d
+                    .member(0, format!("k{i}").as_bytes())
+                    .map(|at| d.raw(at).to_vec());
+                // Member i + 6 repeats key i, and wins.
+                let want = (i < 6).then(|| (i + 6).to_string().into_bytes());
+                assert_eq!(got, want, "k{i}");
+            }
+            let (commas, keys) = commas_and_keys(&d);
+            assert_eq!(commas[0], keys[n - 1]);
+            assert_eq!(&commas[1..], &keys[1..n - 1]);
+        }
+        let unique = numbered_keys(n);
+        let strict = Options {
+            duplicate_keys: DuplicateKeys::Error,
+            ..Options::default()
+        };
+        let text = wide(&unique);
+        let mut d = Document::parse(&text, &strict).unwrap();
+        for key in &unique {
+            assert!(d.member(0, key.as_bytes()).is_some());
+        }
+        assert!(commas_and_keys(&d).0.iter().all(|&link| link == 0));
+        let text = wide(&numbered_keys(BACK_LINKS_FROM as usize));
+        let mut d = parse(&text);
+        assert_eq!(
+            d.member(0, b"k0").map(|at| d.raw(at).to_vec()),
+            Some(b"0".to_vec())
+        );
+        assert!(commas_and_keys(&d).0.iter().all(|&link| link == 0));
     }
 
     /// The text of a string value.

@@ -177,13 +177,7 @@ impl<'a> Tree<'a> {
     /// with escapes or not, decodes to `want`.
     #[inline(always)]
     fn body_is(&self, span: Range<usize>, escaped: bool, want: &[u8]) -> bool {
-        // Most keys differ in length from the one wanted: no bytes read.
-        let len = span.end - span.start;
-        if !escaped {
-            return len == want.len() && same_bytes(&self.src[span], want);
-        }
-        // Decoding never lengthens a string.
-        len >= want.len() && unescaped_eq(&self.src[span], want)
+        span_is(self.src, span, escaped, want)
     }
 
     /// Steps from element `from` (the `from_index`-th) to the
@@ -253,14 +247,20 @@ impl<'a> Tree<'a> {
 /// It steps from key to key ([`Tree::next_key`]), reading no value: what
 /// makes the several reads a handler does of one wide object cheap.
 ///
+/// With `LINK_BACK` (under `last_wins`), the walk also leaves back links
+/// in the object's commas for [`find_last_key`]: the first comma's to
+/// the last member's key, every other's to the key of the member before
+/// it. Separators' links are free for reads to use (see
+/// [`crate::index`]), and the walk passes every comma anyway.
+///
 /// Inlined into [`lookup::Lookup::member`], and so into the FFI's
 /// member read: a small object's read is then one function, with no
 /// second prologue and no arguments passed on the stack.
 #[inline(always)]
-pub fn find_key(
+pub fn find_key<const LINK_BACK: bool>(
     src: &[u8],
     positions: &[u32],
-    links: &[u32],
+    links: &mut [u32],
     obj: u32,
     want: &[u8],
     last_wins: bool,
@@ -269,17 +269,14 @@ pub fn find_key(
     // Every entry a member reaches is at most `close`: slicing there once
     // lets the compiler drop the bounds checks of the loop.
     let positions = &positions[..=close];
-    let links = &links[..=close];
+    let links = &mut links[..=close];
     // An unescaped key equal to `want` has its quotes this far apart.
     let want_span = want.len() + 1;
-    let mut key = obj as usize + 1;
+    let first = obj as usize + 1;
+    let mut key = first;
+    let mut last = first;
     let mut found = None;
     let mut repeated = false;
-    let tree = Tree {
-        src,
-        positions,
-        links,
-    };
     while key < close {
         // SAFETY: key < close, so key + 1 <= close, and both slices hold
         // close + 1 entries.
@@ -295,7 +292,7 @@ pub fn find_key(
         // entries already read.
         let escaped = escaped != 0;
         if (escaped || (shut - open) as usize == want_span)
-            && tree.body_is(open as usize + 1..shut as usize, escaped, want)
+            && span_is(src, open as usize + 1..shut as usize, escaped, want)
         {
             repeated |= found.is_some();
             found = Some(key as u32 + 3);
@@ -303,15 +300,100 @@ pub fn find_key(
                 break;
             }
         }
-        key = member_end(links, key);
+        let next = member_end(links, key);
+        if LINK_BACK && next < close {
+            // The comma before the next key.
+            links[next - 1] = key as u32;
+        }
+        last = key;
+        key = next;
+    }
+    if LINK_BACK && first < close {
+        let second = member_end(links, first);
+        if second < close {
+            links[second - 1] = last as u32;
+        }
     }
     (found, repeated)
+}
+
+/// [`find_key`] under "last wins", for a read of an object whose commas
+/// hold back links (left by a walk with `link_back`): the value of the
+/// last member named `want` of the object at `obj`, found by walking its
+/// members from the last (the first comma's link) back (each other
+/// comma's) and stopping at the first match.
+/// It visits the members after the match, where `find_key` visits them
+/// all; it cannot tell whether an earlier member has the key too, which
+/// only a change needs (`find_key`).
+#[inline(always)]
+pub fn find_last_key(
+    src: &[u8],
+    positions: &[u32],
+    links: &[u32],
+    obj: u32,
+    want: &[u8],
+) -> Option<u32> {
+    let close = links[obj as usize] as usize;
+    let first = obj as usize + 1;
+    if first >= close {
+        return None;
+    }
+    let positions = &positions[..=close];
+    let links = &links[..=close];
+    let want_span = want.len() + 1;
+    let second = member_end(links, first);
+    let mut key = if second < close {
+        links[second - 1] as usize
+    } else {
+        first
+    };
+    // Each step goes back by a member at least, and a key outside the
+    // object ends the walk: it ends whatever the links hold.
+    while (first..close).contains(&key) {
+        // SAFETY: first <= key < close, so key - 1 and key + 1 are at
+        // most close, and both slices hold close + 1 entries.
+        let (open, shut, escaped, before) = unsafe {
+            (
+                *positions.get_unchecked(key),
+                *positions.get_unchecked(key + 1),
+                *links.get_unchecked(key),
+                *links.get_unchecked(key - 1) as usize,
+            )
+        };
+        // As `find_key` compares a key.
+        let escaped = escaped != 0;
+        if (escaped || (shut - open) as usize == want_span)
+            && span_is(src, open as usize + 1..shut as usize, escaped, want)
+        {
+            return Some(key as u32 + 3);
+        }
+        // The second member's comma holds the last key, not the first.
+        let before = if key == second { first } else { before };
+        if before >= key {
+            break;
+        }
+        key = before;
+    }
+    None
+}
+
+/// Whether the string body at `span` of `src` (with escapes or not) is
+/// `want` once decoded.
+#[inline(always)]
+fn span_is(src: &[u8], span: Range<usize>, escaped: bool, want: &[u8]) -> bool {
+    // Most keys differ in length from the one wanted: no bytes read.
+    let len = span.end - span.start;
+    if !escaped {
+        return len == want.len() && same_bytes(&src[span], want);
+    }
+    // Decoding never lengthens a string.
+    len >= want.len() && unescaped_eq(&src[span], want)
 }
 
 /// [`Tree::next_key`] in `usize`, as [`find_key`]'s walk counts, so that
 /// the bound its loop tests also covers the link it reads.
 #[inline(always)]
-fn member_end(links: &[u32], key: usize) -> usize {
+pub(crate) fn member_end(links: &[u32], key: usize) -> usize {
     let next = match links[key + 1] {
         0 => links.get(key + 3).map_or(0, |&close| close as usize + 2),
         next => next as usize,
@@ -349,7 +431,7 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{Tree, find_key};
+    use super::{Tree, find_key, find_last_key};
     use crate::document::Document;
     use crate::index::Index;
     use crate::validate::{self, Options, Scratch};
@@ -414,22 +496,113 @@ mod tests {
         index
     }
 
+    /// Every object of random texts whose keys repeat (some escaped),
+    /// with values of every kind: a read from the last member finds what
+    /// a walk of every member finds, for keys present and absent.
+    #[test]
+    fn a_read_from_the_last_member_finds_what_a_whole_walk_finds() {
+        const KEYS: [&str; 6] = ["a", "b", "ab", "\\u0061", "\\u0062b", "ba"];
+        const VALUES: [&str; 9] = [
+            "1",
+            "\"s\"",
+            "[1,{\"a\":2,\"a\":5}]",
+            "{\"a\":3,\"b\":[],\"a\":{}}",
+            "{}",
+            "[]",
+            "null",
+            "\"\\u0061\"",
+            "{\"ab\":{\"b\":1}}",
+        ];
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        for _ in 0..3000 {
+            let members: Vec<String> = (0..next(12))
+                .map(|_| {
+                    format!(
+                        "\"{}\":{}",
+                        KEYS[next(KEYS.len())],
+                        VALUES[next(VALUES.len())]
+                    )
+                })
+                .collect();
+            let text = format!("{{{}}}", members.join(","));
+            let text = text.as_bytes();
+            let mut index = validated(text);
+            let positions = index.positions.clone();
+            for (e, &p) in positions.iter().enumerate() {
+                if text[p as usize] != b'{' {
+                    continue;
+                }
+                // The first walk leaves the back links; it finds what a
+                // walk that leaves none finds.
+                let mut unlinked = index.links.clone();
+                let first =
+                    find_key::<false>(text, &positions, &mut unlinked, e as u32, b"a", true);
+                let linking =
+                    find_key::<true>(text, &positions, &mut index.links, e as u32, b"a", true);
+                assert_eq!(first, linking);
+                for want in [&b"a"[..], b"b", b"ab", b"bb", b"ba", b""] {
+                    let whole =
+                        find_key::<false>(text, &positions, &mut unlinked, e as u32, want, true);
+                    let from_last = find_last_key(text, &positions, &index.links, e as u32, want);
+                    assert_eq!(
+                        from_last,
+                        whole.0,
+                        "{} at entry {e}, key {:?}",
+                        String::from_utf8_lossy(text),
+                        String::from_utf8_lossy(want)
+                    );
+                }
+            }
+        }
+    }
+
+    /// A read from the last member ends and stays inside its object
+    /// whatever the commas' links hold.
+    #[test]
+    fn a_read_from_the_last_member_ends_whatever_the_links_hold() {
+        let text = br#"{"a":1,"b":2,"c":3,"d":4}"#;
+        let clean = validated(text);
+        let close = clean.links[0];
+        let commas: Vec<usize> = (0..clean.positions.len())
+            .filter(|&e| text[clean.positions[e] as usize] == b',')
+            .collect();
+        for &comma in &commas {
+            for held in [0, 1, 2, 5, 9, close - 1, close, close + 1, u32::MAX] {
+                let mut links = clean.links.clone();
+                links[comma] = held;
+                for want in [&b"a"[..], b"d", b"z"] {
+                    let found = find_last_key(text, &clean.positions, &links, 0, want);
+                    assert!(found.is_none_or(|at| at < close), "{held} at {comma}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_search_under_last_wins_says_whether_its_key_repeats() {
         let text = br#"{"a":1,"b":2,"\u0061":3,"c":{"a":4}}"#;
-        let index = validated(text);
+        let mut index = validated(text);
         let positions = index.positions.clone();
         let value = |entry: Option<u32>| entry.map(|e| text[positions[e as usize] as usize]);
         // The escaped "a" is the same key, and wins; the "a" nested in
         // "c" is another object's.
-        let (found, repeated) = find_key(text, &positions, &index.links, 0, b"a", true);
+        let (found, repeated) =
+            find_key::<false>(text, &positions, &mut index.links, 0, b"a", true);
         assert_eq!((value(found), repeated), (Some(b'3'), true));
-        let (found, repeated) = find_key(text, &positions, &index.links, 0, b"b", true);
+        let (found, repeated) =
+            find_key::<false>(text, &positions, &mut index.links, 0, b"b", true);
         assert_eq!((value(found), repeated), (Some(b'2'), false));
-        let (found, repeated) = find_key(text, &positions, &index.links, 0, b"c", true);
+        let (found, repeated) =
+            find_key::<false>(text, &positions, &mut index.links, 0, b"c", true);
         assert_eq!((value(found), repeated), (Some(b'{'), false));
         assert_eq!(
-            find_key(text, &positions, &index.links, 0, b"d", true),
+            find_key::<false>(text, &positions, &mut index.links, 0, b"d", true),
             (None, false)
         );
     }
@@ -447,7 +620,8 @@ mod tests {
         let keys: Vec<u32> = tree.keys(0).collect();
         assert_eq!(keys.len(), 7);
         let search = |index: &Index, want: &[u8], last_wins| {
-            find_key(text, &index.positions, &index.links, 0, want, last_wins)
+            let mut links = index.links.clone();
+            find_key::<false>(text, &index.positions, &mut links, 0, want, last_wins)
         };
         // An escaped key is compared decoded; a missing key passes every
         // member; a first-match search stops at its key.
