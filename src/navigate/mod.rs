@@ -318,14 +318,19 @@ pub fn find_key<const LINK_BACK: bool>(
 }
 
 /// [`find_key`] under "last wins", for a read of an object whose commas
-/// hold back links (left by a walk with `link_back`): the value of the
+/// hold back links (left by a walk with `LINK_BACK`): the value of the
 /// last member named `want` of the object at `obj`, found by walking its
 /// members from the last (the first comma's link) back (each other
 /// comma's) and stopping at the first match.
 /// It visits the members after the match, where `find_key` visits them
 /// all; it cannot tell whether an earlier member has the key too, which
 /// only a change needs (`find_key`).
-#[inline(always)]
+///
+/// Out of line, unlike `find_key`: it serves objects of more than
+/// [`lookup::BACK_LINKS_FROM`] members, whose walks are long enough to
+/// pay for a call, and inlined into `Document::find` its loop kept half
+/// its state on the stack.
+#[inline(never)]
 pub fn find_last_key(
     src: &[u8],
     positions: &[u32],
