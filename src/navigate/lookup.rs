@@ -25,9 +25,10 @@
 //!   also leaves back links in its commas (the first comma's to the last
 //!   member's key, every other's to the key of the member before it), and
 //!   a read after it walks from the last member and stops at its first
-//!   match ([`super::find_last_key`]): on github-100k's issue objects (23
-//!   members, `title`, `user`, `labels` and `number` read) it visits two
-//!   thirds of the members the whole walks did. A change, which must
+//!   match ([`super::find_last_key`]): github-100k's reads (`title`,
+//!   `user.login`, `labels` and `number` of each issue) visit three
+//!   quarters of the keys the whole walks did (docs/benchmarks.md, "Reads
+//!   from the last member", has the count). A change, which must
 //!   know whether the key repeats, still walks every member. Whether the
 //!   commas hold back links is the object's state: not 0 once walked.
 //!
@@ -50,8 +51,9 @@
 //! array  [ e0 , e1 , ... ]   link of the first ',': 0, or 1 + table number
 //! object { "k" : v , ... }   link of the first ':': walks so far (0..=WALKS),
 //!                            or WALKS + 1 + table number; for an object of
-//!                            BACK_LINKS_FROM + 1 to PAIRWISE_MAX members,
-//!                            0 or 1 (walked: its commas link back)
+//!                            BACK_LINKS_FROM + 1 to PAIRWISE_MAX members
+//!                            under "last wins", 0 or 1 (walked: its commas
+//!                            link back)
 //! ```
 //!
 //! An array of one element has no `,` and needs no table; every object
@@ -408,7 +410,7 @@ impl Lookup {
                     return self.large_member(src, index, obj, count, want, last_wins);
                 }
                 index.links[slot] = state + 1;
-            } else {
+            } else if last_wins {
                 index.links[slot] = 1;
             }
             linked = state != 0;

@@ -270,8 +270,6 @@ pub fn find_key<const LINK_BACK: bool>(
     // lets the compiler drop the bounds checks of the loop.
     let positions = &positions[..=close];
     let links = &mut links[..=close];
-    // An unescaped key equal to `want` has its quotes this far apart.
-    let want_span = want.len() + 1;
     let first = obj as usize + 1;
     let mut key = first;
     let mut last = first;
@@ -287,13 +285,7 @@ pub fn find_key<const LINK_BACK: bool>(
                 *links.get_unchecked(key),
             )
         };
-        // Only a key of the wanted length, or one with escapes (which
-        // decoding shortens), can match; its bytes are compared from the
-        // entries already read.
-        let escaped = escaped != 0;
-        if (escaped || (shut - open) as usize == want_span)
-            && span_is(src, open as usize + 1..shut as usize, escaped, want)
-        {
+        if key_is(src, open, shut, escaped, want) {
             repeated |= found.is_some();
             found = Some(key as u32 + 3);
             if !last_wins {
@@ -345,7 +337,6 @@ pub fn find_last_key(
     }
     let positions = &positions[..=close];
     let links = &links[..=close];
-    let want_span = want.len() + 1;
     let second = member_end(links, first);
     let mut key = if second < close {
         links[second - 1] as usize
@@ -365,11 +356,7 @@ pub fn find_last_key(
                 *links.get_unchecked(key - 1) as usize,
             )
         };
-        // As `find_key` compares a key.
-        let escaped = escaped != 0;
-        if (escaped || (shut - open) as usize == want_span)
-            && span_is(src, open as usize + 1..shut as usize, escaped, want)
-        {
+        if key_is(src, open, shut, escaped, want) {
             return Some(key as u32 + 3);
         }
         // The second member's comma holds the last key, not the first.
@@ -380,6 +367,18 @@ pub fn find_last_key(
         key = before;
     }
     None
+}
+
+/// Whether the key whose quotes are at offsets `open` and `shut`, with
+/// the link `escaped` of its opening quote, is `want`: a search's
+/// compare. Only a key of the wanted length, or one with escapes (which
+/// decoding shortens), can match, and its bytes are compared from the
+/// entries already read.
+#[inline(always)]
+fn key_is(src: &[u8], open: u32, shut: u32, escaped: u32, want: &[u8]) -> bool {
+    let escaped = escaped != 0;
+    (escaped || (shut - open) as usize == want.len() + 1)
+        && span_is(src, open as usize + 1..shut as usize, escaped, want)
 }
 
 /// Whether the string body at `span` of `src` (with escapes or not) is
@@ -398,7 +397,7 @@ fn span_is(src: &[u8], span: Range<usize>, escaped: bool, want: &[u8]) -> bool {
 /// [`Tree::next_key`] in `usize`, as [`find_key`]'s walk counts, so that
 /// the bound its loop tests also covers the link it reads.
 #[inline(always)]
-pub(crate) fn member_end(links: &[u32], key: usize) -> usize {
+fn member_end(links: &[u32], key: usize) -> usize {
     let next = match links[key + 1] {
         0 => links.get(key + 3).map_or(0, |&close| close as usize + 2),
         next => next as usize,
