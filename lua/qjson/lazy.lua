@@ -363,13 +363,17 @@ end
 -- was written. Every table a change makes costs it an allocation, a free
 -- and the collector's visits (a rewritten tool call made four, against
 -- cjson's two tables for the whole document), so a record is one table,
--- made with array room for its slots and a first write:
+-- made with array room for its slots and a first write, and no hash part
+-- (an allocation of its own, which was most of a record's cost: see
+-- docs/benchmarks.md, "One table, no hash part"):
 --
 --   [R_CODE], [R_DEPTH]  the proxy's code and nesting depth
 --   [R_PROXY]            the proxy; false in the root's record
 --   [R_N]                an array's current element count; an object's
 --                        count of keys once asked for, false until then
 --   [R_N0]               an array's source element count
+--   [R_FIRST]            (the same slot) an object's value for the first
+--                        key written, when a string; false before it
 --   [R_ADDED]            how many keys the source lacks were written
 --   [R_SIMPLE]           true while every write to the object replaced a
 --                        member whose key the source does not repeat: the
@@ -381,8 +385,10 @@ end
 -- FIELDS + k; an object's lists a triple per key written, in the order
 -- first written: where its value is in the source (start, end) and the
 -- key, or false, false and the key for a key the source lacks. An
--- object's values for string keys are the record's own string keys (no
--- slot is a string). A deleted value is DELETED.
+-- object's value for the key of its first triple, when a string, is
+-- [R_FIRST], so that the one write of a gateway's rewrite fills no hash
+-- part; its values for other string keys are the record's own string
+-- keys (no slot is a string). A deleted value is DELETED.
 --
 -- The root's record is the state's [ROOT_REC]. The first other proxy's
 -- record is `st[CHANGES]` itself; with a second, `st[CHANGES]` maps
@@ -392,6 +398,7 @@ end
 -- tells them apart. Every write drops the document's edits
 -- (`st[EDITS]`), made again when next needed.
 local R_CODE, R_DEPTH, R_PROXY, R_N, R_N0, R_ADDED, R_SIMPLE, R_OTHER = 1, 2, 3, 4, 5, 6, 7, 8
+local R_FIRST = R_N0
 local FIELDS = 8
 _M.R_CODE, _M.R_DEPTH, _M.R_N, _M.R_N0, _M.R_ADDED, _M.R_SIMPLE = R_CODE, R_DEPTH, R_N, R_N0,
                                                                   R_ADDED, R_SIMPLE
@@ -422,6 +429,9 @@ _M.record_of = record_of
 -- The value object record rec holds for key k, or nil.
 local function object_value(rec, k)
     if type(k) == "string" then
+        if k == rec[FIELDS + 3] then
+            return rec[R_FIRST]
+        end
         return rec[k]
     end
     local other = rec[R_OTHER]
@@ -435,7 +445,11 @@ _M.object_value = object_value
 -- Records v for key k in object record rec.
 local function set_object_value(rec, k, v)
     if type(k) == "string" then
-        rec[k] = v
+        if k == rec[FIELDS + 3] then
+            rec[R_FIRST] = v
+        else
+            rec[k] = v
+        end
         return
     end
     local other = rec[R_OTHER]
@@ -593,9 +607,8 @@ local function record(st, proxy, code, level)
     local simple = code >= 0
     leave(R)
     -- Room for the slots and a first write: a triple, or three elements
-    -- (an array part of up to 16 slots is allocated with the table); an
-    -- object's hash part for its first key.
-    rec = new_tab(FIELDS + 3, code >= 0 and 1 or 0)
+    -- (an array part of up to 16 slots is allocated with the table).
+    rec = new_tab(FIELDS + 3, 0)
     local root = is_root(code)
     rec[R_CODE], rec[R_DEPTH], rec[R_PROXY], rec[R_N] = code, depth, not root and proxy, n
     rec[R_N0], rec[R_ADDED], rec[R_SIMPLE], rec[R_OTHER] = n, 0, simple, false
@@ -718,7 +731,7 @@ local function member(st, ptr, code, rec, entry, R)
     local cell = R.key
     local key = ffi_string(cell.str, cell.len)
     local v
-    if rec then v = rec[key] end
+    if rec then v = object_value(rec, key) end
     if v == nil then
         v = value_of(st, R.value, code)
     end
