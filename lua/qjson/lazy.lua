@@ -18,11 +18,12 @@
 --   [EDITS]       the edits made from them, false until asked for
 --   [CHILD], [CHILD_CODE]
 --                 the first proxy made for a container inside the root,
---                 and its code; once a second one is made, the
+--                 and its code; once a fifth one is made, the
 --                 registry's proxy-to-code table and its room (see
 --                 "The registry" below)
---   [REG]         the registry's code-to-proxy table, false until a
---                 second proxy is made
+--   [REG]         false until a second proxy is made; then the list of
+--                 the second to fourth proxies and their codes; from the
+--                 fifth, the registry's code-to-proxy table
 --   [BLOCK]       the cdata holding a small text's block, which names
 --                 its document (see `parse_small` in lua/qjson.lua),
 --                 false for a document of its own (tracked by
@@ -150,59 +151,71 @@ _M.depth_in = depth_in
 -- The registry.
 --
 -- A document's first proxy below the root is kept in two slots, [CHILD]
--- and [CHILD_CODE]. With the second, the document gets a registry of its
--- proxies below the root, both ways, and those slots change meaning:
--- [REG] maps codes to proxies, [BY_PROXY] (what was [CHILD]) proxies to
--- codes, and [ROOM] (what was [CHILD_CODE]) counts the proxies that fit
--- before the tables must grow. No code equals a room (a code below the
--- root is at least SPAN or negative), so `proxy_at`'s check of
--- [CHILD_CODE] needs no look at which meaning holds.
+-- and [CHILD_CODE]. The next LISTED go to a list in [REG], code and proxy
+-- in turn, its free pairs false: one allocation, with no hash part (an
+-- allocation of its own) and no hashing, for the few proxies a handler
+-- of a small document makes (`t.choices[1].delta` of a streamed event is
+-- three). A list's [1] is a code; a code-to-proxy table has no key 1 (a
+-- code below the root is at least SPAN or negative), which tells them
+-- apart. With the proxy after those, the document gets a registry of its
+-- proxies below the root, both ways, and [CHILD] and [CHILD_CODE] change
+-- meaning: [REG] maps codes to proxies, [BY_PROXY] (what was [CHILD])
+-- proxies to codes, and [ROOM] (what was [CHILD_CODE]) counts the
+-- proxies that fit before the tables must grow. No code equals a room,
+-- so `proxy_at`'s check of [CHILD_CODE] needs no look at which meaning
+-- holds.
 --
--- A new registry is one table holding both ways ([REG] and [BY_PROXY] the
--- same table), sized for the few proxies a handler of a small document
--- makes. When it is full, the registry moves to two tables, each with room
--- for four times the proxies it holds, and does so again whenever they
--- fill, up to tables of BIG_REGISTRY slots; from there on, to twice. Left
--- to itself LuaJIT grows a table by doubling, rehashing every entry each
--- time, which cost a loop reading `m[i].content[1].text` over a thousand
--- messages more than everything else it did; and one table of both ways
--- passes LuaJIT's allocator's threshold for mapping memory of its own
--- (128 KB, page faults on every use) at half the proxies two tables do.
--- Past that threshold growing by four would only add slack: two tables
--- of 24-byte slots then hold a proxy in at most 96 bytes, as the one
--- table LuaJIT doubled did. Growth stays amortised constant work per
--- proxy.
+-- The registry's two tables have room for four times the proxies they
+-- hold when made, and move to new ones of four times the proxies they
+-- hold whenever they fill, up to tables of BIG_REGISTRY slots; from there
+-- on, to twice. Left to itself LuaJIT grows a table by doubling,
+-- rehashing every entry each time, which cost a loop reading
+-- `m[i].content[1].text` over a thousand messages more than everything
+-- else it did. Past LuaJIT's allocator's threshold for mapping memory of
+-- its own (128 KB, page faults on every use) growing by four would only
+-- add slack: two tables of 24-byte slots then hold a proxy in at most 96
+-- bytes, as the one table LuaJIT doubled did. Growth stays amortised
+-- constant work per proxy.
 --
--- The moved tables are weak both ways: a proxy nothing else holds may be
--- collected with its entries, and a later read of its container makes a
--- new one. Identity holds for every proxy still held (one cannot compare
--- a proxy one no longer has), and a proxy with a change record is held by
--- the record. A loop over 100 000 messages reading `m[i].content[1].text`
--- otherwise kept all 300 000 proxies and their entries alive, in tables
--- far larger than the caches: `make bench`'s "access 100k" row read at
--- 0.56x cjson's fork, and at 1.35x weak (docs/architecture.md). A room
--- does not count the entries the collector removed; a move counts what
--- is left, and always makes room for MIN_MOVED more. The first table
--- stays strong: a small document's proxies are few, and a weak table
--- costs a metatable and the collector's atomic phase a pass over it.
+-- The registry's tables are weak both ways: a proxy nothing else holds
+-- may be collected with its entries, and a later read of its container
+-- makes a new one. Identity holds for every proxy still held (one cannot
+-- compare a proxy one no longer has), and a proxy with a change record is
+-- held by the record. A loop over 100 000 messages reading
+-- `m[i].content[1].text` otherwise kept all 300 000 proxies and their
+-- entries alive, in tables far larger than the caches: `make bench`'s
+-- "access 100k" row read at 0.56x cjson's fork, and at 1.35x weak
+-- (docs/architecture.md). A room does not count the entries the
+-- collector removed; a move counts what is left, and always makes room
+-- for MIN_MOVED more. The list stays strong: it holds three proxies at
+-- most, and a weak table costs a metatable and the collector's atomic
+-- phase a pass over it.
 local BY_PROXY, ROOM = CHILD, CHILD_CODE
+local LISTED = 3
 local BIG_REGISTRY = 4096
 local MIN_MOVED = 8
 local WEAK = { __mode = "kv" }
 
--- Texts shorter than this hold few containers (see `new_registry`).
-local SMALL_TEXT = 128
+-- Gives state st a registry of two new tables with room for `size`
+-- proxies, of which it will hold `n`; returns them, code-to-proxy first.
+local function new_tables(st, size, n)
+    local by_code = setmetatable(new_tab(0, size), WEAK)
+    local by_proxy = setmetatable(new_tab(0, size), WEAK)
+    st[REG], st[BY_PROXY], st[ROOM] = by_code, by_proxy, size - n
+    return by_code, by_proxy
+end
 
--- Gives state st a registry holding its first proxy below the root.
-local function new_registry(st)
-    -- Room for the proxies a handler makes (growing costs more than the
-    -- room): two in a text that can only hold a few, four in any other.
-    local room = #st[SRC] < SMALL_TEXT and 2 or 4
-    local reg = new_tab(0, 2 * room)
+-- Gives state st, whose [CHILD] and full list hold 1 + LISTED proxies, a
+-- registry holding them. (No loop: run once a call in a handler's trace,
+-- a loop left it, as put_one_key in lua/qjson/encode.lua says.)
+local function new_registry(st, list)
     local first, code = st[CHILD], st[CHILD_CODE]
-    reg[code], reg[first] = first, code
-    st[REG], st[BY_PROXY], st[ROOM] = reg, reg, room - 1
-    return reg
+    local by_code, by_proxy = new_tables(st, 4 * (1 + LISTED), 1 + LISTED)
+    by_code[code], by_proxy[first] = first, code
+    by_code[list[1]], by_proxy[list[2]] = list[2], list[1]
+    by_code[list[3]], by_proxy[list[4]] = list[4], list[3]
+    by_code[list[5]], by_proxy[list[6]] = list[6], list[5]
+    return by_code
 end
 
 -- Moves the full registry of state st to two new tables with room for
@@ -212,24 +225,15 @@ local function grow_registry(st)
     local by_proxy = st[BY_PROXY]
     local n = 0
     for _ in next, by_proxy do n = n + 1 end
-    if by_proxy == st[REG] then
-        -- One table both ways: two entries a proxy.
-        n = n / 2
-    end
     local size = 4 * n <= BIG_REGISTRY and 4 * n or 2 * n
     if size < n + MIN_MOVED then
         -- The collector may have left (next to) nothing.
         size = n + MIN_MOVED
     end
-    local new_by_code = setmetatable(new_tab(0, size), WEAK)
-    local new_by_proxy = setmetatable(new_tab(0, size), WEAK)
+    local new_by_code, new_by_proxy = new_tables(st, size, n)
     for proxy, code in next, by_proxy do
-        -- (The first table's other entries map codes to proxies.)
-        if type(code) == "number" then
-            new_by_code[code], new_by_proxy[proxy] = proxy, code
-        end
+        new_by_code[code], new_by_proxy[proxy] = proxy, code
     end
-    st[REG], st[BY_PROXY], st[ROOM] = new_by_code, new_by_proxy, size - n
     return new_by_code
 end
 
@@ -243,7 +247,15 @@ local function proxy_at(st, cursor, t, parent)
     if t ~= T_OBJECT then c = -1 - c end
     if st[CHILD_CODE] == c then return st[CHILD] end
     local reg = st[REG]
-    local p = reg and reg[c]
+    local p
+    if reg then
+        if reg[1] then
+            -- The list (its free pairs' false equals no code).
+            p = reg[1] == c and reg[2] or reg[3] == c and reg[4] or reg[5] == c and reg[6]
+        else
+            p = reg[c]
+        end
+    end
     if not p then
         -- Not a tail call: `return setmetatable(...)` ends the trace of a
         -- function that got one of its own ("leaving loop in root trace").
@@ -253,7 +265,20 @@ local function proxy_at(st, cursor, t, parent)
                 st[CHILD], st[CHILD_CODE] = p, c
                 return p
             end
-            reg = new_registry(st)
+            reg = new_tab(2 * LISTED, 0)
+            reg[1], reg[2], reg[3], reg[4], reg[5], reg[6] = c, p, false, false, false, false
+            st[REG] = reg
+            return p
+        end
+        if reg[1] then
+            if not reg[3] then
+                reg[3], reg[4] = c, p
+                return p
+            elseif not reg[5] then
+                reg[5], reg[6] = c, p
+                return p
+            end
+            reg = new_registry(st, reg)
         end
         local room = st[ROOM]
         if room == 0 then
@@ -307,10 +332,15 @@ end
 -- The code of a proxy of state st.
 local function code_of(st, proxy)
     local code
-    if st[REG] then
+    local reg = st[REG]
+    if reg and not reg[1] then
         code = st[BY_PROXY][proxy]
     elseif proxy == st[CHILD] then
         code = st[CHILD_CODE]
+    elseif reg then
+        -- The list (no proxy equals a free pair's false).
+        code = reg[2] == proxy and reg[1] or reg[4] == proxy and reg[3]
+               or reg[6] == proxy and reg[5] or nil
     end
     return code or root_code(st[SRC])
 end
