@@ -369,13 +369,13 @@ describe("document lifetime", function()
         qjson.parse(helper.pooled("[]")):free() -- sweeps what died before
         local addresses = {}
         for i = 1, 3 do
-            addresses[i] = tostring(qjson.parse(helper.pooled('{"n":' .. i .. '}'))._doc[PTR])
+            addresses[i] = tostring(qjson.parse(helper.pooled('{"n":' .. i .. '}'))[PTR])
         end
         collectgarbage()
         collectgarbage()
         local sweeping = qjson.parse(helper.pooled("[]")) -- parsed, then sweeps
         local next_doc = qjson.parse(helper.pooled("[1]"))
-        assert.equal(addresses[1], tostring(next_doc._doc[PTR]))
+        assert.equal(addresses[1], tostring(next_doc[PTR]))
         sweeping:free()
         next_doc:free()
     end)

@@ -60,6 +60,14 @@ local PTR = 1
 -- document has no slot (false) and keeps its block's cdata (see `parse_small` in
 -- lua/qjson.lua) in BLOCK instead.
 local SLOT, BYTES, BLOCK = 2, 3, 4
+-- Then, in a root document's array part too, the text (slot 5, never
+-- read: it keeps alive the string the native document borrows), whether
+-- the document is qjson.safe's, the cursor and the root document; a
+-- cursor has the last two in the same slots (its others false), so that
+-- a getter reads a cursor and its root alike. A hash part is an
+-- allocation of its own: with these as named fields a parse made a table
+-- and four hash nodes, a cursor a table and two.
+local SAFE, AT, DOC = 6, 7, 8
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -69,7 +77,7 @@ local _M = { _VERSION = "0.1.0" }
 -- (Not `return error(...)`: a tail call would replace this frame too.)
 -- Never called inside a section (see lua/qjson/ffi.lua).
 local function misuse(self, message)
-    if self._doc.safe then
+    if self[DOC][SAFE] then
         return nil, message
     end
     error(message, 2)
@@ -77,7 +85,7 @@ end
 
 -- The native handle of a live document; nil after free().
 local function handle(self)
-    return self._doc[PTR]
+    return self[DOC][PTR]
 end
 
 local function freed(self)
@@ -133,7 +141,7 @@ end
 -- returns the status. (Getters call `enter` themselves: a function that
 -- holds `enter` is how a section is recognised on the stack.)
 local function lookup(self, ptr, fn, path, R)
-    local rc = fn(ptr, self._at, path, #path, R)
+    local rc = fn(ptr, self[AT], path, #path, R)
     return rc
 end
 
@@ -280,7 +288,7 @@ function Doc:open(path)
     if rc ~= OK then return failure(self, R, rc, p) end
     local at = R.value.cursor
     leave(R)
-    local cursor = setmetatable({ _doc = self._doc, _at = at }, Doc)
+    local cursor = setmetatable({ false, false, false, false, false, false, at, self[DOC] }, Doc)
     return cursor
 end
 
@@ -441,7 +449,7 @@ end)
 -- from it (at once, or at the next parse when a section is under way);
 -- later calls raise instead of touching freed memory.
 function Doc:free()
-    local state = self._doc
+    local state = self[DOC]
     if state[PTR] then
         state[PTR] = false
         if not state[SLOT] then
@@ -472,8 +480,8 @@ function Doc:memory()
 end
 
 Doc.__tostring = function(self)
-    local state = self._doc
-    return "qjson.doc: " .. (state[PTR] and ("cursor " .. self._at) or "freed")
+    local state = self[DOC]
+    return "qjson.doc: " .. (state[PTR] and ("cursor " .. self[AT]) or "freed")
 end
 
 -- What every parse does, of a small text too (whose document has no
@@ -558,12 +566,10 @@ _M.address_of = address_of
 -- document is its own state (one table per parse); a cursor refers to its
 -- root's.
 function _M.new(ptr, src, safe, bytes, block)
-    -- _doc, the slot and the block are in the constructor so that setting
-    -- them does not grow the table; the handle is its [PTR]. Four named
-    -- fields: the hash part has four nodes.
-    local root = setmetatable({ ptr, false, bytes, block or false, src = src, safe = safe,
-                                _at = 0, _doc = false }, Doc)
-    root._doc = root
+    -- Every slot is in the constructor, so that setting one does not grow
+    -- the table; the handle is its [PTR].
+    local root = setmetatable({ ptr, false, bytes, block or false, src, safe, 0, false }, Doc)
+    root[DOC] = root
     root[SLOT] = track(root, address_of(ptr), bytes, block)
     return root
 end
