@@ -14,7 +14,7 @@
 //! into Lua's API and must not panic.
 
 use crate::scan;
-use crate::values::string;
+use crate::values::{bmp_run, string};
 
 /// Chunks of string content [`next_special`] reads itself before it hands
 /// the rest of a string to the SIMD kernel's 64-byte blocks
@@ -126,6 +126,30 @@ pub(super) fn scan_string(src: &[u8], start: usize) -> Option<(Body, bool)> {
     }
 }
 
+/// Room a call of `bmp_run::decode` gets at the end of `out`: eight
+/// groups of four escapes, zeroed first (a run longer than that takes
+/// more calls), so that a character alone in ASCII text costs a small
+/// fill and no more.
+const BMP_RUN_ROOM: usize = 8 * 12 + 14;
+
+/// Decodes the groups of four `\uXXXX` escapes from U+0800 (no
+/// surrogate) at `src[i]` onto `out` ([`bmp_run::decode`], which checks
+/// them as validation would); returns where they end.
+fn decode_bmp_run(src: &[u8], mut i: usize, out: &mut Vec<u8>) -> usize {
+    loop {
+        let w = out.len();
+        out.resize(w + BMP_RUN_ROOM, 0);
+        let (r, end) = bmp_run::decode(src, i, out, w);
+        out.truncate(end);
+        // Stopped by the escapes (or the text's end) while room for
+        // another group was left: done; else by the room.
+        if r == i || end + 14 <= w + BMP_RUN_ROOM {
+            return r;
+        }
+        i = r;
+    }
+}
+
 /// Decodes the string whose body starts at `start` into `out`, checking
 /// each escape as it goes (`values::string::escape`), from its first
 /// backslash at `backslash` on ([`scan_string`] found it): one pass,
@@ -145,7 +169,14 @@ pub(super) fn decode_escaped(
     let mut i = backslash;
     let mut non_ascii = false;
     loop {
-        i += string::push_escape_checked(src.get(i..)?, out)?;
+        let before = out.len();
+        let used = string::push_escape_checked(src.get(i..)?, out)?;
+        i += used;
+        if used == 6 && out.len() - before == 3 {
+            // A `\uXXXX` of a character from U+0800: in text escaped
+            // throughout, the next ones are too; by fours while they are.
+            i = decode_bmp_run(src, i, out);
+        }
         if src.get(i) == Some(&b'\\') {
             // Escapes back to back: no search.
             continue;

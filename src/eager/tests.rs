@@ -568,6 +568,30 @@ fn escapes_agree_with_validation_at_every_offset_around_the_chunks() {
 }
 
 #[test]
+fn runs_of_escapes_decode_as_validation_and_reads_do() {
+    // Runs of `\uXXXX` from U+0800 (decoded by groups of four, in calls
+    // of a few groups: `decode_bmp_run`) of every length past a few
+    // calls, broken at every place by another escape, plain text, a
+    // character below U+0800 or a bad escape.
+    let breaks: [&[u8]; 5] = [br"\n", b"ab", br"\u00e9", br"\ud83d\ude00", br"\u12G4"];
+    let mut tally = Tally::default();
+    for len in 0..80 {
+        let run: Vec<u8> = (0..len)
+            .flat_map(|k| format!("\\u{:04x}", 0x4e00 + k * 37).into_bytes())
+            .collect();
+        tally.check(&[b"[\"", &run[..], b"\"]"].concat());
+        for at in (0..len).step_by(7) {
+            for brk in breaks {
+                let mut body = run.clone();
+                body.splice(6 * at..6 * at, brk.iter().copied());
+                tally.check(&[b"{\"k\":\"", &body[..], b"\"}"].concat());
+            }
+        }
+    }
+    tally.assert_at_least(1000, 50);
+}
+
+#[test]
 fn long_strings_end_where_validation_ends_them() {
     // Strings long enough for the SIMD kernel's blocks (up to a few of its
     // four-block runs), of plain ASCII or with a character from 0x80,

@@ -8,7 +8,7 @@
 //! hold a backslash without failing the walk first.
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::values::string;
+use crate::values::{bmp_run, string};
 
 /// Checks the escapes `escapes[*next..]` that lie before `close` and
 /// advances `*next` past them.
@@ -19,13 +19,21 @@ pub(crate) fn check(src: &[u8], escapes: &[u32], next: &mut usize, close: u32) -
         // else. Here, not in `escape`: what it saves is this loop's
         // slicing and result handling (`tools/lua_insns.sh esc-read` at 8d1d4f8:
         // 237 k instructions with the test inside `escape`, 211 k here).
-        if string::plain_unicode(src, at as usize).is_some() {
+        if let Some(unit) = string::plain_unicode(src, at as usize) {
             // And the run it starts: an escape right after a checked one
             // is the next in the list (its backslash follows a hex digit,
             // so it is active) and lies before `close` (no quote came
             // between), so the list is not read for it.
             let mut at = at as usize;
             *next += 1;
+            if unit >= 0x800 {
+                // Text escaped throughout, in a script from U+0800 up: its
+                // escapes by fours while they are such.
+                let groups = (bmp_run::skip(src, at + 5) - (at + 5)) / 6;
+                *next += groups;
+                at += 6 * groups;
+                debug_assert!(groups == 0 || escapes.get(*next - 1) == Some(&(at as u32)));
+            }
             while src.get(at + 5) == Some(&b'\\') && string::plain_unicode(src, at + 6).is_some() {
                 at += 6;
                 debug_assert_eq!(escapes.get(*next), Some(&(at as u32)));

@@ -1,4 +1,5 @@
 //! Reading values out of validated text: string unescaping and numbers.
 
+pub(crate) mod bmp_run;
 pub mod number;
 pub mod string;

@@ -5,6 +5,7 @@
 //! without escapes are returned as slices of the input and never copied.
 
 use crate::error::ErrorCode;
+use crate::values::bmp_run;
 
 /// Appends the decoded form of the string body `body` (the bytes between
 /// the quotes) to `out`.
@@ -21,15 +22,25 @@ pub fn unescape_into(body: &[u8], out: &mut Vec<u8>) {
     // `tools/lua_insns.sh esc-read` went from 210 784 instructions to
     // 197 924 at 9b90f3e.)
     out.resize(start + body.len() + ESCAPE_SLACK, 0);
-    let written = unescape_to(body, &mut out[start..]);
+    let written = unescape_to::<true>(body, &mut out[start..]);
     out.truncate(start + written);
 }
 
+/// [`unescape_into`] one escape at a time, never by groups
+/// ([`bmp_run`]): what the groups are tested against.
+#[cfg(test)]
+pub(crate) fn unescape_one_at_a_time(body: &[u8]) -> Vec<u8> {
+    let mut out = vec![0; body.len() + ESCAPE_SLACK];
+    let written = unescape_to::<false>(body, &mut out);
+    out.truncate(written);
+    out
+}
+
 /// Decodes `body` into `dst`, at least `ESCAPE_SLACK` bytes longer than
-/// it; returns the bytes written. Writing never overtakes reading (no
-/// escape decodes to more bytes than it takes), so `w <= r` throughout
-/// and every store lands within `dst`.
-fn unescape_to(body: &[u8], dst: &mut [u8]) -> usize {
+/// it, runs of `\uXXXX` by groups when `RUNS`; returns the bytes written.
+/// Writing never overtakes reading (no escape decodes to more bytes than
+/// it takes), so `w <= r` throughout and every store lands within `dst`.
+fn unescape_to<const RUNS: bool>(body: &[u8], dst: &mut [u8]) -> usize {
     let (mut r, mut w) = (0, 0);
     while let Some(at) = find_backslash(&body[r..]) {
         dst[w..w + at].copy_from_slice(&body[r..r + at]);
@@ -45,6 +56,11 @@ fn unescape_to(body: &[u8], dst: &mut [u8]) -> usize {
             };
             dst[w..w + ESCAPE_SLACK].copy_from_slice(&decoded.buf);
             (r, w) = (r + used, w + usize::from(decoded.len));
+            if RUNS && decoded.len == 3 && used == 6 {
+                // A `\uXXXX` of a character from U+0800: in text escaped
+                // throughout, the next ones are too; by fours while they are.
+                (r, w) = bmp_run::decode(body, r, dst, w);
+            }
         }
     }
     let tail = &body[r..];
