@@ -33,6 +33,8 @@ pub(crate) fn decode(body: &[u8], r: usize, dst: &mut [u8], w: usize) -> (usize,
         let token = unsafe { avx2::Avx2::new_unchecked() };
         return avx2::decode(token, body, r, dst, w);
     }
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+    let _ = (body, dst);
     (r, w)
 }
 
@@ -47,6 +49,8 @@ pub(crate) fn skip(body: &[u8], r: usize) -> usize {
         let token = unsafe { avx2::Avx2::new_unchecked() };
         return avx2::skip(token, body, r);
     }
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+    let _ = body;
     r
 }
 
