@@ -7,16 +7,18 @@
 //! cjson, which decodes each escape once where qjson validates it at the
 //! parse and decodes it at the read (docs/benchmarks.md, "Escaped text").
 //!
-//! The x86 kernels (`avx2`, `avx512`) use `avx2.rs`; every other kernel,
-//! or none usable, decodes nothing here and leaves the run to the
-//! one-at-a-time loop, which also takes the escapes a group of four does
-//! not cover (fewer than four left, another kind of escape, a character
-//! below U+0800 or a surrogate).
+//! The x86 kernels (`avx2`, `avx512`) use `avx2.rs`, the `neon` kernel
+//! `neon.rs`; the `scalar` kernel, or none usable, decodes nothing here
+//! and leaves the run to the one-at-a-time loop, which also takes the
+//! escapes a group of four does not cover (fewer than four left, another
+//! kind of escape, a character below U+0800 or a surrogate).
 
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod avx2;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 
-#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+#[cfg(any(target_arch = "x86", target_arch = "x86_64", target_arch = "aarch64"))]
 use crate::scan::{self, Kernel};
 
 /// Decodes the whole groups of four such escapes that start at
@@ -33,7 +35,11 @@ pub(crate) fn decode(body: &[u8], r: usize, dst: &mut [u8], w: usize) -> (usize,
         let token = unsafe { avx2::Avx2::new_unchecked() };
         return avx2::decode(token, body, r, dst, w);
     }
-    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+    #[cfg(target_arch = "aarch64")]
+    if let Ok(Kernel::Neon) = scan::active_kernel() {
+        return neon::decode(body, r, dst, w);
+    }
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64", target_arch = "aarch64")))]
     let _ = (body, dst);
     (r, w)
 }
@@ -49,7 +55,11 @@ pub(crate) fn skip(body: &[u8], r: usize) -> usize {
         let token = unsafe { avx2::Avx2::new_unchecked() };
         return avx2::skip(token, body, r);
     }
-    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+    #[cfg(target_arch = "aarch64")]
+    if let Ok(Kernel::Neon) = scan::active_kernel() {
+        return neon::skip(body, r);
+    }
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64", target_arch = "aarch64")))]
     let _ = body;
     r
 }
