@@ -130,7 +130,7 @@ pub(super) fn scan_string(src: &[u8], start: usize) -> Option<(Body, bool)> {
 /// groups of four escapes, zeroed first (a run longer than that takes
 /// more calls), so that a character alone in ASCII text costs a small
 /// fill and no more.
-const BMP_RUN_ROOM: usize = 8 * 12 + 14;
+const BMP_RUN_ROOM: usize = 8 * 12 + bmp_run::GROUP_WRITE;
 
 /// Decodes the groups of four `\uXXXX` escapes from U+0800 (no
 /// surrogate) at `src[i]` onto `out` ([`bmp_run::decode`], which checks
@@ -143,7 +143,7 @@ fn decode_bmp_run(src: &[u8], mut i: usize, out: &mut Vec<u8>) -> usize {
         out.truncate(end);
         // Stopped by the escapes (or the text's end) while room for
         // another group was left: done; else by the room.
-        if r == i || end + 14 <= w + BMP_RUN_ROOM {
+        if r == i || end + bmp_run::GROUP_WRITE <= w + BMP_RUN_ROOM {
             return r;
         }
         i = r;

@@ -170,14 +170,7 @@ impl<'a> Tree<'a> {
     /// Whether the key at entry `key` decodes to `want`.
     #[inline(always)]
     pub fn key_is(&self, key: u32, want: &[u8]) -> bool {
-        self.body_is(self.string_span(key), self.has_escapes(key), want)
-    }
-
-    /// Whether the string whose bytes between the quotes are at `span`,
-    /// with escapes or not, decodes to `want`.
-    #[inline(always)]
-    fn body_is(&self, span: Range<usize>, escaped: bool, want: &[u8]) -> bool {
-        span_is(self.src, span, escaped, want)
+        span_is(self.src, self.string_span(key), self.has_escapes(key), want)
     }
 
     /// Steps from element `from` (the `from_index`-th) to the

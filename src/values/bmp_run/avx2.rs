@@ -8,9 +8,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-/// Bytes a group reads from its first backslash: four escapes of six
-/// bytes, the second half loaded as 16 bytes from the third escape.
-const GROUP_READ: usize = 28;
+use super::{GROUP_READ, GROUP_WRITE};
 
 /// Proof that the CPU supports AVX2.
 #[derive(Clone, Copy)]
@@ -24,8 +22,8 @@ impl Avx2 {
     }
 }
 
-/// [`super::decode`] with AVX2.
-pub(crate) fn decode(
+/// [`super::groups`] with AVX2.
+pub(crate) fn run<const STORE: bool>(
     token: Avx2,
     body: &[u8],
     r: usize,
@@ -33,13 +31,7 @@ pub(crate) fn decode(
     w: usize,
 ) -> (usize, usize) {
     // SAFETY: an `Avx2` exists, so the CPU has AVX2.
-    unsafe { run::<true>(token, body, r, dst, w) }
-}
-
-/// [`super::skip`] with AVX2.
-pub(crate) fn skip(token: Avx2, body: &[u8], r: usize) -> usize {
-    // SAFETY: an `Avx2` exists, so the CPU has AVX2.
-    unsafe { run::<false>(token, body, r, &mut [], 0) }.0
+    unsafe { run_avx2::<STORE>(token, body, r, dst, w) }
 }
 
 /// A 256-bit vector of a 16-byte pattern in both lanes.
@@ -53,13 +45,12 @@ fn both_lanes(t: [u8; 16]) -> __m256i {
     unsafe { _mm256_loadu_si256(both.as_ptr().cast()) }
 }
 
-/// The groups from `body[r]`, decoded into `dst[w..]` when `STORE` (with
-/// `dst` unused and unbounded otherwise).
+/// [`run`], compiled for AVX2.
 ///
 /// # Safety
 /// The CPU must support AVX2 (an [`Avx2`] is the proof).
 #[target_feature(enable = "avx2")]
-unsafe fn run<const STORE: bool>(
+unsafe fn run_avx2<const STORE: bool>(
     _token: Avx2,
     body: &[u8],
     mut r: usize,
@@ -81,8 +72,9 @@ unsafe fn run<const STORE: bool>(
     let pack = both_lanes([
         0, 1, 2, 4, 5, 6, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
     ]);
-    while r + GROUP_READ <= body.len() && (!STORE || w + 14 <= dst.len()) {
-        // SAFETY: r + 28 <= body.len(): both 16-byte loads are in bounds.
+    while r + GROUP_READ <= body.len() && (!STORE || w + GROUP_WRITE <= dst.len()) {
+        // SAFETY: r + GROUP_READ <= body.len(): both 16-byte loads (at r
+        // and r + 12) are in bounds.
         let v = unsafe {
             let p = body.as_ptr().add(r);
             _mm256_loadu2_m128i(p.add(12).cast(), p.cast())
@@ -134,7 +126,8 @@ unsafe fn run<const STORE: bool>(
             _mm256_or_si256(last, _mm256_set1_epi32(0x0080_8000)),
         );
         let packed = _mm256_shuffle_epi8(utf8, pack);
-        // SAFETY: w + 14 <= dst.len(): both 8-byte stores are in bounds.
+        // SAFETY: w + GROUP_WRITE <= dst.len(): both 8-byte stores (at w
+        // and w + 6) are in bounds.
         unsafe {
             let q = dst.as_mut_ptr().add(w);
             _mm_storel_epi64(q.cast(), _mm256_castsi256_si128(packed));

@@ -1,11 +1,13 @@
 //! Runs of `\uXXXX` escapes of characters from U+0800 to U+FFFF, decoded
 //! four at a time with SIMD: what a text in Chinese, Japanese or Korean
 //! is made of when escaped throughout, as Python's `json.dumps` writes
-//! non-ASCII by default. Decoded one at a time ([`super::string`]), such
-//! an escape cost about 60 instructions, and reading the escaped chat
-//! request of `benches/lua_bench.lua` ("cjk-escaped 9k") ran slower than
-//! cjson, which decodes each escape once where qjson validates it at the
-//! parse and decodes it at the read (docs/benchmarks.md, "Escaped text").
+//! non-ASCII by default. Checked and decoded one at a time
+//! ([`super::string`]), the escaped chat request of
+//! `benches/lua_bench.lua` ("cjk-escaped 9k") read slower than cjson,
+//! which decodes each escape once where qjson checks it at the parse and
+//! decodes it at the read; by groups, a read of every message of the
+//! 4.5 KB request takes 63 instructions less an escape
+//! (docs/benchmarks.md, "Escaped text", has the command).
 //!
 //! The x86 kernels (`avx2`, `avx512`) use `avx2.rs`, the `neon` kernel
 //! `neon.rs`; the `scalar` kernel, or none usable, decodes nothing here
@@ -21,27 +23,23 @@ mod neon;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64", target_arch = "aarch64"))]
 use crate::scan::{self, Kernel};
 
+/// Bytes a group reads from its first backslash: four escapes of six
+/// bytes, the second half loaded as 16 bytes from the third escape.
+#[cfg(any(target_arch = "x86", target_arch = "x86_64", target_arch = "aarch64"))]
+const GROUP_READ: usize = 28;
+
+/// Bytes from where a group writes to the end of its stores: its twelve
+/// UTF-8 bytes, the second half's six stored as eight.
+pub(crate) const GROUP_WRITE: usize = 14;
+
 /// Decodes the whole groups of four such escapes that start at
 /// `body[r]` into `dst[w..]`, three bytes each; returns where reading and
-/// writing stop (`(r, w)` when the first group is not one). Writing never
-/// overtakes reading (`w <= r` on entry stays so), and a group writes 14
-/// bytes, within what it read.
+/// writing stop (`(r, w)` when the first group is not one). A group is
+/// decoded while `dst` has [`GROUP_WRITE`] bytes from `w`; writing never
+/// overtakes reading (`w <= r` on entry stays so).
 #[inline]
 pub(crate) fn decode(body: &[u8], r: usize, dst: &mut [u8], w: usize) -> (usize, usize) {
-    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    if let Ok(Kernel::Avx2 | Kernel::Avx512) = scan::active_kernel() {
-        // SAFETY: active_kernel() only returns kernels this CPU supports,
-        // and both x86 kernels require AVX2.
-        let token = unsafe { avx2::Avx2::new_unchecked() };
-        return avx2::decode(token, body, r, dst, w);
-    }
-    #[cfg(target_arch = "aarch64")]
-    if let Ok(Kernel::Neon) = scan::active_kernel() {
-        return neon::decode(body, r, dst, w);
-    }
-    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64", target_arch = "aarch64")))]
-    let _ = (body, dst);
-    (r, w)
+    groups::<true>(body, r, dst, w)
 }
 
 /// Where the whole groups of four such escapes that start at `body[r]`
@@ -49,19 +47,27 @@ pub(crate) fn decode(body: &[u8], r: usize, dst: &mut [u8], w: usize) -> (usize,
 /// character (no surrogate) from U+0800 up.
 #[inline]
 pub(crate) fn skip(body: &[u8], r: usize) -> usize {
+    groups::<false>(body, r, &mut [], 0).0
+}
+
+/// The groups from `body[r]` by the active kernel's instructions,
+/// decoded into `dst[w..]` when `STORE` (`dst` unused otherwise).
+#[inline]
+fn groups<const STORE: bool>(body: &[u8], r: usize, dst: &mut [u8], w: usize) -> (usize, usize) {
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
     if let Ok(Kernel::Avx2 | Kernel::Avx512) = scan::active_kernel() {
-        // SAFETY: as in `decode`.
+        // SAFETY: active_kernel() only returns kernels this CPU supports,
+        // and both x86 kernels require AVX2.
         let token = unsafe { avx2::Avx2::new_unchecked() };
-        return avx2::skip(token, body, r);
+        return avx2::run::<STORE>(token, body, r, dst, w);
     }
     #[cfg(target_arch = "aarch64")]
     if let Ok(Kernel::Neon) = scan::active_kernel() {
-        return neon::skip(body, r);
+        return neon::run::<STORE>(body, r, dst, w);
     }
     #[cfg(not(any(target_arch = "x86", target_arch = "x86_64", target_arch = "aarch64")))]
-    let _ = body;
-    r
+    let _ = (body, dst);
+    (r, w)
 }
 
 #[cfg(test)]

@@ -4,30 +4,18 @@
 
 use core::arch::aarch64::*;
 
-/// Bytes a group reads from its first backslash: four escapes of six
-/// bytes, the second half loaded as 16 bytes from the third escape.
-const GROUP_READ: usize = 28;
+use super::{GROUP_READ, GROUP_WRITE};
 
-/// [`super::decode`] with NEON (part of every aarch64 CPU).
-pub(crate) fn decode(body: &[u8], r: usize, dst: &mut [u8], w: usize) -> (usize, usize) {
-    run::<true>(body, r, dst, w)
-}
-
-/// [`super::skip`] with NEON.
-pub(crate) fn skip(body: &[u8], r: usize) -> usize {
-    run::<false>(body, r, &mut [], 0).0
-}
-
-/// The groups from `body[r]`, decoded into `dst[w..]` when `STORE` (with
-/// `dst` unused and unbounded otherwise).
-fn run<const STORE: bool>(
+/// [`super::groups`] with NEON (part of every aarch64 CPU).
+pub(crate) fn run<const STORE: bool>(
     body: &[u8],
     mut r: usize,
     dst: &mut [u8],
     mut w: usize,
 ) -> (usize, usize) {
-    while r + GROUP_READ <= body.len() && (!STORE || w + 14 <= dst.len()) {
-        // SAFETY: r + 28 <= body.len(): both 16-byte loads are in bounds.
+    while r + GROUP_READ <= body.len() && (!STORE || w + GROUP_WRITE <= dst.len()) {
+        // SAFETY: r + GROUP_READ <= body.len(): both 16-byte loads (at r
+        // and r + 12) are in bounds.
         let (lo, hi) = unsafe {
             let p = body.as_ptr().add(r);
             (vld1q_u8(p), vld1q_u8(p.add(12)))
@@ -39,7 +27,8 @@ fn run<const STORE: bool>(
         if !STORE {
             continue;
         }
-        // SAFETY: w + 14 <= dst.len(): both 8-byte stores are in bounds.
+        // SAFETY: w + GROUP_WRITE <= dst.len(): both 8-byte stores (at w
+        // and w + 6) are in bounds.
         unsafe {
             let q = dst.as_mut_ptr().add(w);
             vst1_u8(q, first);
