@@ -54,20 +54,17 @@ Doc.__index = Doc
 -- freed: the first array slot, which the lazy states of
 -- lua/qjson/lazy.lua keep their other fields beside.
 local PTR = 1
--- A document's slot in the tracking lists and the native bytes its parse
--- charged the collector, beside PTR in the array part: as named fields they made
--- the root's hash part 8 nodes instead of 4 (see `_M.new`). A small
--- document has no slot (false) and keeps its block's cdata (see `parse_small` in
--- lua/qjson.lua) in BLOCK instead.
-local SLOT, BYTES, BLOCK = 2, 3, 4
--- Then, in a root document's array part too, the text (slot 5, never
--- read: it keeps alive the string the native document borrows), whether
--- the document is qjson.safe's, the cursor and the root document; a
--- cursor has the last two in the same slots (its others false), so that
--- a getter reads a cursor and its root alike. A hash part is an
--- allocation of its own: with these as named fields a parse made a table
--- and four hash nodes, a cursor a table and two.
-local SAFE, AT, DOC = 6, 7, 8
+-- Beside it, in a root document's array part: the cursor (0) and the
+-- root itself, which a cursor keeps in the same two slots (its [PTR]
+-- false), so that a getter reads a cursor and its root alike; then the
+-- document's slot in the tracking lists, the native bytes its parse
+-- charged the collector (a small document has no slot, false, and keeps
+-- its block's cdata, see `parse_small` in lua/qjson.lua, in BLOCK
+-- instead), the text (never read: it keeps alive the string the native
+-- document borrows) and whether the document is qjson.safe's. A hash
+-- part is an allocation of its own: with named fields a parse made a
+-- table and four hash nodes, a cursor a table and two.
+local AT, DOC, SLOT, BYTES, BLOCK, SAFE = 2, 3, 4, 5, 6, 8
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -288,7 +285,7 @@ function Doc:open(path)
     if rc ~= OK then return failure(self, R, rc, p) end
     local at = R.value.cursor
     leave(R)
-    local cursor = setmetatable({ false, false, false, false, false, false, at, self[DOC] }, Doc)
+    local cursor = setmetatable({ false, at, self[DOC] }, Doc)
     return cursor
 end
 
@@ -568,7 +565,7 @@ _M.address_of = address_of
 function _M.new(ptr, src, safe, bytes, block)
     -- Every slot is in the constructor, so that setting one does not grow
     -- the table; the handle is its [PTR].
-    local root = setmetatable({ ptr, false, bytes, block or false, src, safe, 0, false }, Doc)
+    local root = setmetatable({ ptr, 0, false, false, bytes, block or false, src, safe }, Doc)
     root[DOC] = root
     root[SLOT] = track(root, address_of(ptr), bytes, block)
     return root
