@@ -394,8 +394,8 @@ end
 -- and the collector's visits (a rewritten tool call made four, against
 -- cjson's two tables for the whole document), so a record is one table,
 -- made with array room for its slots and a first write, and no hash part
--- (an allocation of its own, which was most of a record's cost: see
--- docs/benchmarks.md, "One table, no hash part"):
+-- (an allocation of its own; docs/benchmarks.md, "One table, no hash
+-- part", has what dropping it gained):
 --
 --   [R_CODE], [R_DEPTH]  the proxy's code and nesting depth
 --   [R_PROXY]            the proxy; false in the root's record
