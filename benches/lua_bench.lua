@@ -2,7 +2,10 @@
 -- required) and qjson, side by side in one LuaJIT process per scenario.
 --
 --   luajit benches/lua_bench.lua                 every scenario, one fresh
---                                                process each, then tables
+--                                                process each (the small
+--                                                documents' a second time
+--                                                with HANDLERS=1), then
+--                                                tables
 --   luajit benches/lua_bench.lua SCENARIO        one scenario (what the
 --                                                parent runs), raw rows
 --   luajit benches/lua_bench.lua --report DOC PNG [NATIVE]
@@ -943,12 +946,29 @@ local function human_size(bytes)
 end
 
 -- Runs every scenario in its own process; returns the rows and the notes.
+-- The small documents run once more as nginx runs a handler (HANDLERS=1,
+-- see `as_handler`), their rows named SCENARIO .. AS_HANDLER: in the
+-- harness's loop LuaJIT compiles a workload into the loop's own trace,
+-- which a request handler never is, and at this size that is worth a
+-- third of qjson's time (docs/benchmarks.md, "Small documents as
+-- handlers").
+local HANDLER_SCENARIOS = { "tool-call", "sse", "chat 2 KB" }
+local AS_HANDLER = ", as a handler"
+
 local function collect_rows()
     local interpreter = arg[-1] or "luajit"
     local rows, notes = {}, {}
+    local runs = {}
     for _, scenario in ipairs(scenarios) do
-        io.stderr:write("  ", scenario.name, "\n")
-        local p = assert(io.popen(string.format("%s %s %q", interpreter, arg[0], scenario.name)))
+        runs[#runs + 1] = { scenario.name, "", "" }
+    end
+    for _, name in ipairs(HANDLER_SCENARIOS) do
+        runs[#runs + 1] = { name, "HANDLERS=1 ", AS_HANDLER }
+    end
+    for _, run in ipairs(runs) do
+        local name, env, suffix = run[1], run[2], run[3]
+        io.stderr:write("  ", name, suffix, "\n")
+        local p = assert(io.popen(string.format("%s%s %s %q", env, interpreter, arg[0], name)))
         for line in p:lines() do
             local f = {}
             for field in line:gmatch("[^\t]+") do
@@ -960,17 +980,20 @@ local function collect_rows()
                     rounds[#rounds + 1] = tonumber(rate)
                 end
                 rows[#rows + 1] = {
-                    scenario = f[2], bytes = tonumber(f[3]), workload = f[4], lib = f[5],
+                    scenario = f[2] .. suffix, bytes = tonumber(f[3]), workload = f[4], lib = f[5],
                     median = tonumber(f[6]), lo = tonumber(f[7]), hi = tonumber(f[8]),
                     heap = tonumber(f[9]), rss = tonumber(f[10]), rounds = rounds,
                 }
             elseif f[1] == "NOTE" then
-                notes[#notes + 1] = f[2]
+                -- A handler's run measures memory as the loop's did.
+                if suffix == "" then
+                    notes[#notes + 1] = f[2]
+                end
             else
                 print(line)
             end
         end
-        assert(p:close(), "scenario failed: " .. scenario.name)
+        assert(p:close(), "scenario failed: " .. name .. suffix)
     end
     return rows, notes
 end

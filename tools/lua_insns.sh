@@ -6,6 +6,9 @@
 #   tools/lua_insns.sh [WORKLOAD...]    default: every workload
 #   MISSES=1 tools/lua_insns.sh ...     also data misses of a simulated
 #                                       512 KB L2 (callgrind --cache-sim)
+#   HANDLERS=1 tools/lua_insns.sh ...   each workload in a coroutine of its
+#                                       own, as nginx runs a handler
+#                                       (benches/insn_loops.lua)
 #
 # A count is the difference between a run of 3N workloads and one of N,
 # over 2N (N = 20000), so start-up and compilation cancel. Counts move a
