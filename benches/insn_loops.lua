@@ -69,6 +69,21 @@ local function plain_tables(how, text, key)
     end
 end
 
+-- The access bodies of `nested-1k` and `nested-10k`, made when first read.
+local ACCESS = {}
+
+-- Decodes the access body of `n` messages with `lib` and reads every
+-- message's text through `m[i].content[1].text`; returns their lengths'
+-- sum.
+local function nested_reads(lib, n)
+    ACCESS[n] = ACCESS[n] or payloads.access(n)
+    local messages, sum = lib.decode(ACCESS[n]).messages, 0
+    for i = 1, lib.len(messages) do
+        sum = sum + #messages[i].content[1].text
+    end
+    return sum
+end
+
 local workloads
 workloads = {
     ["tool-read"] = function(lib, k)
@@ -225,6 +240,16 @@ workloads = {
             n = n + #issue.title
         end
         return n + k
+    end,
+    -- make bench's "access: nested" rows: `m[i].content[1].text` of every
+    -- message of a body of 1 000 or 10 000 (benches/payloads.lua's
+    -- access), three proxies a message. Run directly with a small N, as
+    -- github-get.
+    ["nested-1k"] = function(lib, k)
+        return nested_reads(lib, 1000) + k
+    end,
+    ["nested-10k"] = function(lib, k)
+        return nested_reads(lib, 10000) + k
     end,
     ["esc-read"] = function(lib, k)
         local t = lib.decode(CJK_ESCAPED)
