@@ -949,8 +949,8 @@ end
 -- The small documents run once more as nginx runs a handler (HANDLERS=1,
 -- see `as_handler`), their rows named SCENARIO .. AS_HANDLER: in the
 -- harness's loop LuaJIT compiles a workload into the loop's own trace,
--- which a request handler never is, and at this size that is worth a
--- third of qjson's time (docs/benchmarks.md, "Small documents as
+-- which a request handler never is, and the smaller the document the more
+-- of qjson's lead that is (docs/benchmarks.md, "Small documents as
 -- handlers").
 local HANDLER_SCENARIOS = { "tool-call", "sse", "chat 2 KB" }
 local AS_HANDLER = ", as a handler"
