@@ -299,16 +299,12 @@ if not (run and lib and n) then
 end
 
 -- HANDLERS=1: each workload in a coroutine of its own, as nginx resumes a
--- request's handler (benches/lua_bench.lua's `as_handler`), so that no
--- trace spans two workloads and the coroutine's own cost is in both
--- libraries' counts.
+-- request's handler (benches/as_handler.lua), the coroutine's own cost in
+-- both libraries' counts.
 if os.getenv("HANDLERS") == "1" then
-    local create, resume, loop_run = coroutine.create, coroutine.resume, run
-    run = function(l, k)
-        local ok, out = resume(create(loop_run), l, k)
-        assert(ok, out)
-        return out
-    end
+    local loop_run = run
+    local handler = require("as_handler")(function(k) return loop_run(lib, k) end)
+    run = function(_, k) return handler(k) end
 end
 
 local sum = 0

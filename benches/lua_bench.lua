@@ -18,7 +18,7 @@
 --                                                not the speed
 --   HANDLERS=1 ...                               each call in a coroutine of
 --                                                its own, as nginx runs a
---                                                handler (see `as_handler`)
+--                                                handler (benches/as_handler.lua)
 --
 -- Per workload: every compiled trace flushed (see `measure`), each library
 -- warmed up with 50 calls, or a second of them (so the JIT compiles the
@@ -59,6 +59,7 @@ local qjson = require("qjson")
 local lazy = require("qjson.lazy")
 local qffi = require("qjson.ffi")
 local payloads = require("payloads")
+local as_handler = require("as_handler")
 
 local QUICK = os.getenv("QUICK") == "1"
 local ROUNDS = QUICK and 1 or 9
@@ -740,51 +741,34 @@ end
 
 -- This file's functions: the workloads and the shape functions they call.
 local THIS_FILE = debug.getinfo(1, "S").source
+-- The files whose functions `own` copies: this one, and the handler
+-- wrapper's (benches/as_handler.lua), whose closure holds the workload.
+local OWNED = { [THIS_FILE] = true, [debug.getinfo(as_handler, "S").source] = true }
 
--- A copy of this file's function `fn` with bytecode of its own, and so
+-- A copy of function `fn` of these files with bytecode of its own, and so
 -- traces of its own. A workload of one library and the shape functions it
 -- calls (`read`, a change) share their bytecode with the other libraries'
 -- when made from the same source: LuaJIT compiles them for whichever ran
 -- first and sends the others through side exits, as the shared timing
--- loop did (see TIMED_LOOP). Function upvalues of this file are copied the
--- same way (`copies` keeps one copy per function); every other upvalue
--- stays shared with `fn`.
+-- loop did (see TIMED_LOOP). Function upvalues from these files (OWNED)
+-- are copied the same way (`copies` keeps one copy per function); every
+-- other upvalue stays shared with `fn`.
 local function own(fn, copies)
     copies = copies or {}
     if copies[fn] then return copies[fn] end
     local info = debug.getinfo(fn, "Su")
-    if info.source ~= THIS_FILE then return fn end
-    local copy = assert(loadstring(string.dump(fn), THIS_FILE))
+    if not OWNED[info.source] then return fn end
+    local copy = assert(loadstring(string.dump(fn), info.source))
     copies[fn] = copy
     for i = 1, info.nups do
         local _, value = debug.getupvalue(fn, i)
-        if type(value) == "function" and debug.getinfo(value, "S").source == THIS_FILE then
+        if type(value) == "function" and OWNED[debug.getinfo(value, "S").source] then
             debug.setupvalue(copy, i, own(value, copies))
         else
             debug.upvaluejoin(copy, i, fn, i)
         end
     end
     return copy
-end
-
--- `fn` called as nginx calls a handler: in a coroutine of its own, so
--- that no trace spans two calls (HANDLERS=1). Timed in the harness's
--- loop, a workload is compiled inline into that loop's trace, and a side
--- trace that cannot find its way back to the loop ("loop unroll limit
--- reached") is given up after a few tries, its exit then running
--- interpreted for the rest of the process; which exits get there changes
--- from process to process, and so do the tool call's change rows
--- (docs/benchmarks.md, "Small documents"). The coroutine's creation is in
--- every library's time, as nginx's is.
-local function as_handler(fn)
-    local create, resume = coroutine.create, coroutine.resume
-    return function(s)
-        local ok, out = resume(create(fn), s)
-        if not ok then
-            error(out, 0)
-        end
-        return out
-    end
 end
 
 -- The median, least and greatest of the numbers in `list`, left as it
@@ -947,7 +931,7 @@ end
 
 -- Runs every scenario in its own process; returns the rows and the notes.
 -- The small documents run once more as nginx runs a handler (HANDLERS=1,
--- see `as_handler`), their rows named SCENARIO .. AS_HANDLER: in the
+-- benches/as_handler.lua), their rows named SCENARIO .. AS_HANDLER: in the
 -- harness's loop LuaJIT compiles a workload into the loop's own trace,
 -- which a request handler never is, and the smaller the document the more
 -- of qjson's lead that is (docs/benchmarks.md, "Small documents as
