@@ -497,7 +497,10 @@ impl Lookup {
         while key < close && n < PAIRWISE_MAX {
             keys[n] = key;
             n += 1;
-            key = tree.next_key(key);
+            let Some(next) = tree.next_key(key) else {
+                break;
+            };
+            key = next;
         }
         self.work += (n * n) as u64;
         n

@@ -127,12 +127,9 @@ impl<'a> Tree<'a> {
     /// The key entries (opening quotes) of the object at `obj`, in order.
     pub fn keys(&self, obj: u32) -> impl Iterator<Item = u32> + Clone + '_ {
         let close = self.links[obj as usize];
-        let mut k = obj + 1;
+        let mut k = Some(obj + 1);
         core::iter::from_fn(move || {
-            if k >= close {
-                return None;
-            }
-            let key = k;
+            let key = k.filter(|&key| key < close)?;
             k = self.next_key(key);
             Some(key)
         })
@@ -142,10 +139,12 @@ impl<'a> Tree<'a> {
     /// just past the object's close), from the links validation left
     /// (see [`crate::index`]): the link of the key's closing quote, or,
     /// where that is 0, two past the close of the container that is the
-    /// value. No byte of the value is read.
+    /// value. No byte of the value is read. None where the link does not
+    /// lead past the member (never, over validation's links): a walk ends
+    /// there, whatever the links hold.
     #[inline(always)]
-    pub fn next_key(&self, key: u32) -> u32 {
-        member_end(self.links, key as usize) as u32
+    pub fn next_key(&self, key: u32) -> Option<u32> {
+        member_end(self.links, key as usize).map(|next| next as u32)
     }
 
     /// The bytes between the quotes of the string at `e`, undecoded.
@@ -271,21 +270,16 @@ pub fn find_key<const LINK_BACK: bool>(
     while key < close {
         // SAFETY: key < close, so key + 1 <= close, and both slices hold
         // close + 1 entries.
-        let (open, shut, escaped) = unsafe {
-            (
-                *positions.get_unchecked(key),
-                *positions.get_unchecked(key + 1),
-                *links.get_unchecked(key),
-            )
-        };
-        if key_is(src, open, shut, escaped, want) {
+        if unsafe { key_is(src, positions, links, key, want) } {
             repeated |= found.is_some();
             found = Some(key as u32 + 3);
             if !last_wins {
                 break;
             }
         }
-        let next = member_end(links, key);
+        let Some(next) = member_end(links, key) else {
+            break;
+        };
         if LINK_BACK && next < close {
             // The comma before the next key.
             links[next - 1] = key as u32;
@@ -293,11 +287,11 @@ pub fn find_key<const LINK_BACK: bool>(
         last = key;
         key = next;
     }
-    if LINK_BACK && first < close {
-        let second = member_end(links, first);
-        if second < close {
-            links[second - 1] = last as u32;
-        }
+    if LINK_BACK
+        && first < close
+        && let Some(second) = member_end(links, first).filter(|&second| second < close)
+    {
+        links[second - 1] = last as u32;
     }
     (found, repeated)
 }
@@ -330,46 +324,57 @@ pub fn find_last_key(
     }
     let positions = &positions[..=close];
     let links = &links[..=close];
-    let second = member_end(links, first);
-    let mut key = if second < close {
-        links[second - 1] as usize
-    } else {
-        first
+    // Called with first <= key < close only.
+    let is_want = |key: usize| {
+        // SAFETY: key < close, so key + 1 is at most close, and both
+        // slices hold close + 1 entries.
+        unsafe { key_is(src, positions, links, key, want) }
     };
-    // Each step goes back by a member at least, and a key outside the
-    // object ends the walk: it ends whatever the links hold.
-    while (first..close).contains(&key) {
-        // SAFETY: first <= key < close, so key - 1 and key + 1 are at
-        // most close, and both slices hold close + 1 entries.
-        let (open, shut, escaped, before) = unsafe {
-            (
-                *positions.get_unchecked(key),
-                *positions.get_unchecked(key + 1),
-                *links.get_unchecked(key),
-                *links.get_unchecked(key - 1) as usize,
-            )
-        };
-        if key_is(src, open, shut, escaped, want) {
-            return Some(key as u32 + 3);
+    if let Some(second) = member_end(links, first).filter(|&second| second < close) {
+        // From the last member (the second member's comma) back to the
+        // second, each other comma leading to the key before it. Each step
+        // goes back by a member at least, and a key outside the object
+        // ends the walk: it ends whatever the links hold.
+        let mut key = links[second - 1] as usize;
+        while key != second {
+            if !(second..close).contains(&key) {
+                return None;
+            }
+            if is_want(key) {
+                return Some(key as u32 + 3);
+            }
+            // SAFETY: second <= key < close, so key - 1 is an entry.
+            let before = unsafe { *links.get_unchecked(key - 1) } as usize;
+            if before >= key {
+                return None;
+            }
+            key = before;
         }
-        // The second member's comma holds the last key, not the first.
-        let before = if key == second { first } else { before };
-        if before >= key {
-            break;
+        if is_want(second) {
+            return Some(second as u32 + 3);
         }
-        key = before;
     }
-    None
+    is_want(first).then_some(first as u32 + 3)
 }
 
-/// Whether the key whose quotes are at offsets `open` and `shut`, with
-/// the link `escaped` of its opening quote, is `want`: a search's
-/// compare. Only a key of the wanted length, or one with escapes (which
-/// decoding shortens), can match, and its bytes are compared from the
-/// entries already read.
+/// Whether the key at entry `key` (its quotes at `positions[key]` and
+/// `positions[key + 1]`, whether it has escapes in `links[key]`) is
+/// `want`: a search's compare. Only a key of the wanted length, or one
+/// with escapes (which decoding shortens), can match, and its bytes are
+/// compared from the entries already read.
+///
+/// # Safety
+/// `key + 1` is an index of both `positions` and `links`.
 #[inline(always)]
-fn key_is(src: &[u8], open: u32, shut: u32, escaped: u32, want: &[u8]) -> bool {
-    let escaped = escaped != 0;
+unsafe fn key_is(src: &[u8], positions: &[u32], links: &[u32], key: usize, want: &[u8]) -> bool {
+    // SAFETY: key and key + 1 are in both slices (the caller's contract).
+    let (open, shut, escaped) = unsafe {
+        (
+            *positions.get_unchecked(key),
+            *positions.get_unchecked(key + 1),
+            *links.get_unchecked(key) != 0,
+        )
+    };
     (escaped || (shut - open) as usize == want.len() + 1)
         && span_is(src, open as usize + 1..shut as usize, escaped, want)
 }
@@ -388,16 +393,23 @@ fn span_is(src: &[u8], span: Range<usize>, escaped: bool, want: &[u8]) -> bool {
 }
 
 /// [`Tree::next_key`] in `usize`, as [`find_key`]'s walk counts, so that
-/// the bound its loop tests also covers the link it reads.
+/// the bound its loop tests also covers the link it reads. A member spans
+/// four entries at least: a link that leads less far (never one of
+/// validation's) gives None, which ends a walk whatever the links hold.
+///
+/// None rather than clamping the link to four entries on: a walk's time is
+/// its chain of loads from key to key, and the clamp put a conditional
+/// move on that chain where the test is a branch the CPU predicts. Reads
+/// of twitter.json's statuses (`text`, `user.screen_name`,
+/// `retweet_count`) took about a tenth less time (docs/benchmarks.md,
+/// "Walks without a conditional move").
 #[inline(always)]
-fn member_end(links: &[u32], key: usize) -> usize {
+fn member_end(links: &[u32], key: usize) -> Option<usize> {
     let next = match links[key + 1] {
         0 => links.get(key + 3).map_or(0, |&close| close as usize + 2),
         next => next as usize,
     };
-    // A member spans at least four entries; saying so keeps a walk moving
-    // forward whatever a link held.
-    next.max(key + 4)
+    (next >= key + 4).then_some(next)
 }
 
 /// `a == b` for slices of equal length, without a call to `memcmp` for
@@ -581,6 +593,44 @@ mod tests {
         }
     }
 
+    /// A walk from the first member, with or without leaving back links,
+    /// ends whatever the link of a key's closing quote holds (a link that
+    /// does not lead past its member ends it), and finds nothing outside
+    /// the object.
+    #[test]
+    fn a_walk_from_the_first_member_ends_whatever_the_links_hold() {
+        let text = br#"{"a":1,"b":{"x":2},"c":"s","d":[3]}"#;
+        let clean = validated(text);
+        let close = clean.links[0];
+        let quotes: Vec<usize> = (1..close as usize)
+            .filter(|&e| text[clean.positions[e] as usize] == b':')
+            .map(|colon| colon - 1)
+            .collect();
+        for &quote in &quotes {
+            for held in [
+                0,
+                1,
+                2,
+                quote as u32,
+                quote as u32 + 2,
+                close,
+                close + 1,
+                u32::MAX,
+            ] {
+                for want in [&b"a"[..], b"d", b"z"] {
+                    let mut links = clean.links.clone();
+                    links[quote] = held;
+                    let (found, _) =
+                        find_key::<false>(text, &clean.positions, &mut links, 0, want, true);
+                    assert!(found.is_none_or(|at| at < close), "{held} at {quote}");
+                    let (found, _) =
+                        find_key::<true>(text, &clean.positions, &mut links, 0, want, true);
+                    assert!(found.is_none_or(|at| at < close), "{held} at {quote}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_search_under_last_wins_says_whether_its_key_repeats() {
         let text = br#"{"a":1,"b":2,"\u0061":3,"c":{"a":4}}"#;
@@ -631,7 +681,7 @@ mod tests {
         assert_eq!(index.links[keys[2] as usize + 1], keys[3]);
         assert_eq!(index.links[keys[3] as usize + 1], keys[4]);
         assert_eq!(index.links[keys[1] as usize + 1], 0);
-        assert_eq!(tree.next_key(keys[1]), keys[2]);
+        assert_eq!(tree.next_key(keys[1]), Some(keys[2]));
         // The walk reads the links and no value: with the link of "b"
         // pointing at "e" (skipping "d"), "d" is not found, and "e" is.
         index.links[keys[1] as usize + 1] = keys[3];

@@ -107,7 +107,7 @@ fn keys_link_to_the_entry_after_their_member() {
                     let after = tree.skip(key + 3) + 1;
                     assert_eq!(
                         tree.next_key(key),
-                        after,
+                        Some(after),
                         "{:?}",
                         String::from_utf8_lossy(&text)
                     );
