@@ -399,10 +399,11 @@ fn span_is(src: &[u8], span: Range<usize>, escaped: bool, want: &[u8]) -> bool {
 ///
 /// None rather than clamping the link to four entries on: a walk's time is
 /// its chain of loads from key to key, and the clamp put a conditional
-/// move on that chain where the test is a branch the CPU predicts. Reads
-/// of twitter.json's statuses (`text`, `user.screen_name`,
-/// `retweet_count`) took about a tenth less time (docs/benchmarks.md,
-/// "Walks without a conditional move").
+/// move on that chain where the test is a branch the CPU predicts. The
+/// reads of `benches/insn_loops.lua`'s `twitter-get` and `github-get`
+/// (three and four keys of each of 100 statuses and 54 issues) took
+/// about a fifth and an eighth less time (docs/benchmarks.md, "Walks
+/// without a conditional move").
 #[inline(always)]
 fn member_end(links: &[u32], key: usize) -> Option<usize> {
     let next = match links[key + 1] {
