@@ -287,10 +287,7 @@ pub fn find_key<const LINK_BACK: bool>(
         last = key;
         key = next;
     }
-    if LINK_BACK
-        && first < close
-        && let Some(second) = member_end(links, first).filter(|&second| second < close)
-    {
+    if LINK_BACK && let Some(second) = second_member(links, first, close) {
         links[second - 1] = last as u32;
     }
     (found, repeated)
@@ -330,7 +327,7 @@ pub fn find_last_key(
         // slices hold close + 1 entries.
         unsafe { key_is(src, positions, links, key, want) }
     };
-    if let Some(second) = member_end(links, first).filter(|&second| second < close) {
+    if let Some(second) = second_member(links, first, close) {
         // From the last member (the second member's comma) back to the
         // second, each other comma leading to the key before it. Each step
         // goes back by a member at least, and a key outside the object
@@ -411,6 +408,19 @@ fn member_end(links: &[u32], key: usize) -> Option<usize> {
         next => next as usize,
     };
     (next >= key + 4).then_some(next)
+}
+
+/// The key of the second member of the object whose first key is at
+/// `first` and whose close is at `close`, or None when it has fewer than
+/// two members. The comma before it, the object's first, is where a walk
+/// with back links leaves the last member's key ([`find_key`]) and where
+/// [`find_last_key`] starts.
+#[inline(always)]
+fn second_member(links: &[u32], first: usize, close: usize) -> Option<usize> {
+    if first >= close {
+        return None;
+    }
+    member_end(links, first).filter(|&second| second < close)
 }
 
 /// `a == b` for slices of equal length, without a call to `memcmp` for
