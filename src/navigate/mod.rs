@@ -399,7 +399,7 @@ fn span_is(src: &[u8], span: Range<usize>, escaped: bool, want: &[u8]) -> bool {
 /// move on that chain where the test is a branch the CPU predicts. The
 /// reads of `benches/insn_loops.lua`'s `twitter-get` and `github-get`
 /// (three and four keys of each of 100 statuses and 54 issues) took
-/// about a fifth and an eighth less time (docs/benchmarks.md, "Walks
+/// about an eighth and a sixth less time (docs/benchmarks.md, "Walks
 /// without a conditional move").
 #[inline(always)]
 fn member_end(links: &[u32], key: usize) -> Option<usize> {
