@@ -193,6 +193,14 @@ void qjson_reader_free(qjson_reader *reader);
 qjson_doc *qjson_parse(const char *json, size_t len, const qjson_options *options,
                        qjson_reader *reader);
 
+/* qjson_parse of a copy of json[0..len) that the document makes and owns
+   (its memory kept for the next text, as the index's is), for a text that
+   may be freed or changed once the call returns. On success
+   reader->value.str is the copy (valid as long as the document) and
+   reader->count includes it. */
+qjson_doc *qjson_parse_copy(const char *json, size_t len, const qjson_options *options,
+                            qjson_reader *reader);
+
 /* Small texts (at most QJSON_SMALL_MAX_BYTES bytes): parsed into memory
    `reader` keeps (required here), and named by `block`, which the caller
    allocates (in a garbage-collected heap: nothing native is held for the

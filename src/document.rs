@@ -51,6 +51,10 @@ pub struct Document<'a> {
     read: bool,
     index: Index,
     lookup: Lookup,
+    /// The text [`Document::load_copy`] made its own (empty after any
+    /// other load); its memory is kept for the next copy, as the index's
+    /// is, and counted in `held` with it.
+    copy: Vec<u8>,
 }
 
 impl Default for Document<'_> {
@@ -70,6 +74,7 @@ impl<'a> Document<'a> {
             read: false,
             index: Index::default(),
             lookup: Lookup::default(),
+            copy: Vec::new(),
         }
     }
 
@@ -123,6 +128,18 @@ impl<'a> Document<'a> {
         stage1: impl FnOnce(&[u8], &mut Index) -> Result<()>,
     ) -> Result<()> {
         self.unload();
+        self.load_unloaded(src, opts, scratch, stage1)
+    }
+
+    /// [`Document::load_by`] after [`Document::unload`].
+    #[inline(always)]
+    fn load_unloaded(
+        &mut self,
+        src: &'a [u8],
+        opts: &Options,
+        scratch: &mut validate::Scratch,
+        stage1: impl FnOnce(&[u8], &mut Index) -> Result<()>,
+    ) -> Result<()> {
         let held = self.load_bytes();
         let parsed = stage1(src, &mut self.index).and_then(|()| {
             // SAFETY: `stage1` is stage 1 (see above), so the index is its
@@ -154,13 +171,14 @@ impl<'a> Document<'a> {
     /// document's whole capacity: a document parked after a large body
     /// and reused for small ones would charge the large body each time.
     pub fn charged_bytes(&self) -> usize {
-        self.grown.max(self.index.filled_bytes())
+        self.grown.max(self.index.filled_bytes() + self.copy.len())
     }
 
-    /// Bytes of native heap this document holds: the index and what its
-    /// reads grew (lookup tables, decoded keys and tokens).
+    /// Bytes of native heap this document holds: the index, the copy of
+    /// its text if it made one, and what its reads grew (lookup tables,
+    /// decoded keys and tokens).
     pub fn retained_bytes(&self) -> usize {
-        self.index.retained_bytes() + self.lookup.retained_bytes()
+        self.index.retained_bytes() + self.copy.capacity() + self.lookup.retained_bytes()
     }
 
     /// Bytes of the memory a load can grow: the index (the lookup tables
@@ -175,6 +193,7 @@ impl<'a> Document<'a> {
     /// Forgets the text, keeping the memory.
     pub fn unload(&mut self) {
         self.src = b"";
+        self.copy.clear();
         self.index.clear();
         if core::mem::take(&mut self.read) {
             self.lookup.clear();
@@ -462,6 +481,37 @@ impl<'a> Document<'a> {
     }
 }
 
+impl Document<'static> {
+    /// Copies `text` into memory the document owns and parses the copy:
+    /// for a text that lives shorter than the document, as nginx's
+    /// request body lives only as long as its request while a document
+    /// lives until Lua's collector finds it dead. The copy's memory stays
+    /// with the document for the next text, as the index's does, so a
+    /// pooled document copies a body of the same size without
+    /// allocating: where LuaJIT maps fresh memory for every string of
+    /// 128 KB or more, whose page faults cost more than the parse.
+    pub fn load_copy(&mut self, text: &[u8], opts: &Options) -> Result<()> {
+        self.unload();
+        let capacity = self.copy.capacity();
+        self.copy.extend_from_slice(text);
+        let grown = self.copy.capacity() - capacity;
+        // SAFETY: the slice is `copy`'s bytes, which nothing changes or
+        // frees while `src` holds them: `copy` changes only here and in
+        // `unload`, each of which first points `src` elsewhere (`unload`
+        // at `b""`), and the document owns `copy`. ('static stands for
+        // "as long as `src` is this copy".)
+        let src: &'static [u8] =
+            unsafe { core::slice::from_raw_parts(self.copy.as_ptr(), self.copy.len()) };
+        let loaded = with_scratch(|scratch| self.load_unloaded(src, opts, scratch, scan::scan));
+        if loaded.is_err() {
+            self.copy.clear();
+        }
+        self.grown += grown;
+        self.held += grown;
+        loaded
+    }
+}
+
 /// Validation's working memory (its stack of open containers, the keys of
 /// the objects being checked), one per thread, lent to each load.
 ///
@@ -651,6 +701,7 @@ pub mod pool {
         // The text is the caller's to free; the index goes at the next
         // load (which empties it first).
         doc.src = b"";
+        doc.copy.clear();
         let unparked = match PARKED.lock() {
             Ok(mut parked) => parked.give_back(doc),
             Err(_) => Some(doc),

@@ -304,12 +304,56 @@ pub unsafe extern "C" fn qjson_parse(
     options: *const qjson_options,
     reader: *mut qjson_reader,
 ) -> *mut qjson_doc {
+    // SAFETY: the caller's guarantees are parse_pooled's.
+    unsafe { parse_pooled(json, len, options, reader, Document::load) }
+}
+
+/// [`qjson_parse`] of a copy of `json[0..len)` that the document makes and
+/// owns (`Document::load_copy`), for a text that may be freed or changed
+/// once the call returns; on success `reader.value.str` is the copy's
+/// first byte (valid as long as the document), and `reader.count`
+/// includes the copy.
+///
+/// # Safety
+/// `json` is valid for reads of `len` bytes during the call; `options` is
+/// NULL or valid; `reader` is NULL or a live reader.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_parse_copy(
+    json: *const c_char,
+    len: usize,
+    options: *const qjson_options,
+    reader: *mut qjson_reader,
+) -> *mut qjson_doc {
+    // SAFETY: the caller's guarantees are parse_pooled's, but for the
+    // text's life: `load_copy` keeps nothing of it once it returns.
+    let handle = unsafe { parse_pooled(json, len, options, reader, Document::load_copy) };
+    // SAFETY: the caller guarantees reader is NULL or live; a handle that
+    // is not NULL is a live document, just made.
+    if let (Some(r), Some(doc)) = (unsafe { reader.as_mut() }, unsafe { handle.as_ref() }) {
+        r.value.str_ = doc.src().as_ptr().cast();
+        r.value.len = len;
+    }
+    handle
+}
+
+/// A document from the pool loaded by `load` with the text and options
+/// (see [`parse_with`]), or NULL.
+///
+/// # Safety
+/// As [`parse_with`].
+unsafe fn parse_pooled(
+    json: *const c_char,
+    len: usize,
+    options: *const qjson_options,
+    reader: *mut qjson_reader,
+    load: fn(&mut Document<'static>, &'static [u8], &Options) -> Result<(), Error>,
+) -> *mut qjson_doc {
     let mut handle = ptr::null_mut();
     // SAFETY: the caller's guarantees are parse_with's.
     unsafe {
         parse_with(json, len, options, reader, |input, opts| {
             let mut doc = pool::take();
-            match doc.load(input, opts) {
+            match load(&mut doc, input, opts) {
                 Ok(()) => {
                     let charged = doc.charged_bytes();
                     handle = Box::into_raw(doc);

@@ -1,13 +1,16 @@
 //! Every stage-1 kernel this CPU runs gives the same verdict (error code
 //! and byte offset) and the same index as the portable one, through
 //! stage 1 and validation: on JSONTestSuite, every truncation of its
-//! files, and the corpus with bytes broken at many offsets.
+//! files, and the corpus with bytes broken at many offsets. So does a
+//! document parsing its own copy of the text (`Document::load_copy`,
+//! what `qjson.decode_body` runs) against one parsing the text in place.
 //!
 //! `src/scan/tests.rs` compares stage 1 alone with the byte-at-a-time
 //! oracle; this checks what a caller sees, errors included.
 
 use std::path::PathBuf;
 
+use qjson::document::Document;
 use qjson::error::Error;
 use qjson::index::Index;
 use qjson::scan::{Kernel, scan_with, supported_kernels};
@@ -38,6 +41,31 @@ fn same_on_every_kernel(text: &[u8], what: &str) {
     }
 }
 
+/// A document's own copy of `text` parses as `text` in place does.
+fn same_when_copied(text: &[u8], what: &str) {
+    let opts = Options::default();
+    let mut in_place = Document::new();
+    let want = in_place
+        .load(text, &opts)
+        .map(|()| entries(in_place.index()));
+    let mut copied = Document::new();
+    let got = copied
+        .load_copy(text, &opts)
+        .map(|()| entries(copied.index()));
+    assert!(got == want, "a copy parses otherwise on {what}");
+    if want.is_ok() {
+        assert_eq!(copied.src(), text);
+    }
+}
+
+fn entries(index: &Index) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+    (
+        index.positions.clone(),
+        index.escapes.clone(),
+        index.links.clone(),
+    )
+}
+
 /// The shared data directory's `sub` folder, if present.
 fn data(sub: &str) -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> = Vec::new();
@@ -65,6 +93,7 @@ fn json_test_suite_and_every_truncation() {
             continue;
         }
         let text = std::fs::read(&path).unwrap();
+        same_when_copied(&text, &format!("{path:?}"));
         for end in 0..=text.len().min(4096) {
             same_on_every_kernel(&text[..end], &format!("{path:?} cut at {end}"));
         }
@@ -81,6 +110,7 @@ fn corpus_with_bytes_broken_at_many_offsets() {
     for name in ["twitter.json", "citm_catalog.json", "canada.json"] {
         let text = std::fs::read(dir.join(name)).unwrap();
         same_on_every_kernel(&text, name);
+        same_when_copied(&text, name);
         // A control byte, an invalid UTF-8 byte, a quote, a backslash and
         // a bracket, each at 20 offsets spread over the text.
         for (k, bad) in [0x01u8, 0xff, b'"', b'\\', b'['].into_iter().enumerate() {

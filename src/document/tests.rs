@@ -409,6 +409,55 @@ fn a_parse_is_charged_what_it_allocates_or_the_index_its_text_fills() {
 }
 
 #[test]
+fn a_copied_text_reads_as_the_text_after_the_original_is_gone() {
+    let mut doc: Document<'static> = Document::new();
+    let mut text = CHAT.to_vec();
+    doc.load_copy(&text, &Options::default()).unwrap();
+    // The document reads its own bytes: overwriting the original, as
+    // nginx reuses a request's memory, changes nothing.
+    assert_ne!(doc.src().as_ptr(), text.as_ptr());
+    text.fill(b' ');
+    drop(text);
+    let mut want = Document::new();
+    want.load(CHAT, &Options::default()).unwrap();
+    assert_eq!(doc.src(), CHAT);
+    assert_eq!(doc.index().positions, want.index().positions);
+    assert_eq!(doc.index().links, want.index().links);
+    let model = doc.find(0, b"model").unwrap().unwrap();
+    let want_model = want.find(0, b"model").unwrap().unwrap();
+    assert_eq!(doc.raw(model), want.raw(want_model));
+    // Errors as a borrowed load gives them, and nothing of the text kept.
+    let bad = br#"{"a":[1,2}"#;
+    let got = doc.load_copy(bad, &Options::default()).unwrap_err();
+    assert_eq!(
+        got,
+        Document::new().load(bad, &Options::default()).unwrap_err()
+    );
+    assert_eq!((doc.src(), doc.copy.len()), (&b""[..], 0));
+}
+
+#[test]
+fn a_copy_is_charged_and_held_with_the_index() {
+    let big = format!("[{}0]", "\"x\\n\",".repeat(10_000));
+    let opts = Options::default();
+    let mut doc: Document<'static> = Document::new();
+    doc.load_copy(big.as_bytes(), &opts).unwrap();
+    // New: everything it allocated, the copy included.
+    assert_eq!(doc.charged_bytes(), doc.retained_bytes());
+    assert_eq!(doc.held, doc.retained_bytes());
+    assert!(doc.charged_bytes() >= doc.index.filled_bytes() + big.len());
+    // Again: the room is there, so the index it fills and the copy.
+    let held = doc.retained_bytes();
+    doc.load_copy(big.as_bytes(), &opts).unwrap();
+    assert_eq!(doc.retained_bytes(), held);
+    assert_eq!(doc.charged_bytes(), doc.index.filled_bytes() + big.len());
+    // A borrowed text after it: the copy's room stays, uncharged.
+    doc.load(CHAT, &opts).unwrap();
+    assert_eq!((doc.held, doc.retained_bytes()), (held, held));
+    assert_eq!(doc.charged_bytes(), doc.index.filled_bytes());
+}
+
+#[test]
 fn load_with_runs_the_named_kernel_and_agrees_with_load() {
     let text = br#"{"a":[1,"x\n",{"b":null}],"c":"\u00e9t\u00e9"}"#;
     let want = doc(text);
