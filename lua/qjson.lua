@@ -14,6 +14,7 @@ local lazy = require("qjson.lazy")
 local encode = require("qjson.encode")
 local options = require("qjson.options")
 local shapes = require("qjson.shapes")
+local body = require("qjson.body")
 
 local C = qffi.C
 local enter = qffi.enter
@@ -25,6 +26,12 @@ local array_mt = encode.array_mt
 local ffi_string = ffi.string
 local ffi_cast = ffi.cast
 local CHAR_PTR = ffi.typeof("const char *")
+local TEXT = ffi.typeof("qjson_value")
+local ffi_new = ffi.new
+local ffi_istype = ffi.istype
+-- The longest text given as a pointer: a length past 2^53 is no exact
+-- Lua number.
+local MAX_TEXT_BYTES = 2 ^ 53
 local small_block = ffi.typeof("qjson_small")
 local block_chunk = ffi.typeof("qjson_small[?]")
 local SMALL_MAX_BYTES = C.QJSON_SMALL_MAX_BYTES
@@ -219,8 +226,13 @@ end
 -- holding the block that names its document (see `parse_small`), which
 -- the caller keeps alive as long as it uses the handle; or nil, the
 -- message and its level.
-local function parse_native(text, opts, fname, R, small, cfg, from, len)
-    if type(text) ~= "string" then
+--
+-- `text` may also be a pointer (a `const char *` from `text_pointer`) to
+-- `len` bytes, which are copied into the document when `copy` is set and
+-- must stay alive and unchanged as long as it otherwise; not small.
+local function parse_native(text, opts, fname, R, small, cfg, from, len, copy)
+    local is_string = type(text) == "string"
+    if not is_string and not ffi_istype(CHAR_PTR, text) then
         return nil, "bad argument #1 to '" .. fname .. "' (string expected, got "
                     .. type(text) .. ")", MISUSE
     end
@@ -231,12 +243,14 @@ local function parse_native(text, opts, fname, R, small, cfg, from, len)
     local at = text
     if from then
         at = ffi_cast(CHAR_PTR, text) + from
-    else
+    elseif is_string then
         len = #text
     end
     local block, ptr
     if small and len <= SMALL_MAX_BYTES then
         ptr, block = parse_small(at, len, o, R)
+    elseif copy then
+        ptr = C.qjson_parse_copy(at, len, o, R)
     else
         ptr = C.qjson_parse(at, len, o, R)
     end
@@ -261,10 +275,51 @@ local function parse(cfg, text, opts, safe, fname, from, len)
     return new_doc(ptr, text, safe, detail, block_or_level)
 end
 
+-- A text given as the pointer `ptr` to `len` bytes (qjson.parse(ptr, len)
+-- and qjson.decode(ptr, len)), checked for `fname`: the pointer as a
+-- `const char *`, or nil and the message.
+local function text_pointer(ptr, len, fname)
+    if type(len) ~= "number" or len < 0 or len ~= math_floor(len) or len > MAX_TEXT_BYTES then
+        return nil, "bad argument #2 to '" .. fname .. "' (length expected, got "
+                    .. (type(len) == "number" and tostring(len) or type(len)) .. ")"
+    end
+    local ok, at = pcall(ffi_cast, CHAR_PTR, ptr)
+    if not ok or at == nil then
+        return nil, "bad argument #1 to '" .. fname .. "' (string or pointer expected, got "
+                    .. (ok and "NULL" or tostring(ffi.typeof(ptr))) .. ")"
+    end
+    return at
+end
+
+-- `parse` of the `len` bytes at the pointer `ptr`: a small text as a Lua
+-- string of them (a small document borrows its text), a longer one into
+-- a copy that its document makes and owns, so that the bytes may change
+-- or go once the call returns (nginx's request body, see decode_body).
+local function parse_pointer(cfg, ptr, len, opts, safe)
+    local at, err = text_pointer(ptr, len, "parse")
+    if not at then
+        return nil, err, MISUSE
+    end
+    if len <= SMALL_MAX_BYTES then
+        return parse(cfg, ffi_string(at, len), opts, safe)
+    end
+    local R = enter()
+    local handle, detail, level = parse_native(at, opts, "parse", R, false, cfg, nil, len, true)
+    leave(R)
+    if not handle then
+        return nil, detail, level
+    end
+    -- Nothing to keep alive: the document owns its copy.
+    return new_doc(handle, false, safe, detail)
+end
+
 -- Decodes `text` under config `cfg`: proxies, or plain tables when
 -- opts.lazy == false (or opts does not say and decode_lazy is off).
 -- Returns the value, or nil, the message and its level.
-local function decode(cfg, text, opts)
+--
+-- `text` may also be a pointer (a `const char *` from `text_pointer`) to
+-- `len` bytes, longer than a small text: see `decode_pointer`.
+local function decode(cfg, text, opts, len)
     local lazy_given = opts and opts.lazy
     local lazy_option = lazy_given
     if lazy_option == nil then
@@ -321,7 +376,7 @@ local function decode(cfg, text, opts)
         -- The document lives only while its tape is read: no Lua object,
         -- no finalizer, nothing for the collector to pace.
         local R = enter()
-        local ptr, err, level = parse_native(text, opts, "decode", R, false, cfg)
+        local ptr, err, level = parse_native(text, opts, "decode", R, false, cfg, nil, len)
         if not ptr then
             leave(R)
             return nil, err, level
@@ -335,12 +390,33 @@ local function decode(cfg, text, opts)
         return v
     end
     local R = enter()
-    local ptr, detail, block_or_level = parse_native(text, opts, "decode", R, true, cfg)
+    local copy = type(text) ~= "string"
+    local ptr, detail, block_or_level = parse_native(text, opts, "decode", R, not copy, cfg,
+                                                     nil, len, copy)
+    if ptr and copy then
+        -- The proxies' text: the copy (see [SRC] in lua/qjson/lazy.lua).
+        text = ffi_new(TEXT)
+        text.str, text.len = R.value.str, len
+    end
     leave(R)
     if not ptr then
         return nil, detail, block_or_level
     end
     return lazy.root(ptr, text, detail, block_or_level)
+end
+
+-- `decode` of the `len` bytes at the pointer `ptr`, as `parse_pointer`
+-- parses them: lazily into a copy the document owns; eagerly
+-- (`lazy = false`) from the bytes where they are, by the document's tape.
+local function decode_pointer(cfg, ptr, len, opts)
+    local at, err = text_pointer(ptr, len, "decode")
+    if not at then
+        return nil, err, MISUSE
+    end
+    if len <= SMALL_MAX_BYTES then
+        return decode(cfg, ffi_string(at, len), opts)
+    end
+    return decode(cfg, at, opts, len)
 end
 
 -- The decoder options qjson keeps to RFC 8259 for, on purpose: a cjson
@@ -417,9 +493,15 @@ function instance(cfg, enc)
 
     -- qjson.parse(text [, options]): a validated document. Raises on
     -- invalid JSON ("qjson: invalid number at byte 17") and on bad
-    -- arguments.
-    function M.parse(text, opts)
-        local d, err, level = parse(cfg, text, opts, false)
+    -- arguments. qjson.parse(ptr, len [, options]): the same of the `len`
+    -- bytes at a pointer cdata, copied (see `parse_pointer`).
+    function M.parse(text, opts, more)
+        local d, err, level
+        if type(text) == "cdata" then
+            d, err, level = parse_pointer(cfg, text, opts, more, false)
+        else
+            d, err, level = parse(cfg, text, opts, false)
+        end
         if not d then
             error(err, level)
         end
@@ -428,12 +510,41 @@ function instance(cfg, enc)
 
     -- qjson.decode(text [, options]): like cjson.decode, but objects and
     -- arrays are proxies read on demand. Raises like qjson.parse.
-    function M.decode(text, opts)
-        local v, err, level = decode(cfg, text, opts)
+    -- qjson.decode(ptr, len [, options]) as qjson.parse(ptr, len).
+    function M.decode(text, opts, more)
+        local v, err, level
+        if type(text) == "cdata" then
+            v, err, level = decode_pointer(cfg, text, opts, more)
+        else
+            v, err, level = decode(cfg, text, opts)
+        end
         if v == nil then
             error(err, level)
         end
         return v
+    end
+
+    -- qjson.parse_body([options]), qjson.decode_body([options]) (nginx):
+    -- the current request's body, read where nginx keeps it (see
+    -- lua/qjson/body.lua); nil when the request has none.
+    -- (Tail calls: an error is raised at the caller's level.)
+    function M.parse_body(opts)
+        local text, len = body.read()
+        if text == nil then
+            return nil
+        elseif len then
+            return M.parse(text, len, opts)
+        end
+        return M.parse(text, opts)
+    end
+    function M.decode_body(opts)
+        local text, len = body.read()
+        if text == nil then
+            return nil
+        elseif len then
+            return M.decode(text, len, opts)
+        end
+        return M.decode(text, opts)
     end
 
     -- For specs: a registry of shape ids with every id free again.
@@ -445,6 +556,12 @@ function instance(cfg, enc)
     end
     function M._decode(text, opts)
         return decode(cfg, text, opts)
+    end
+    function M._parse_pointer(ptr, len, opts)
+        return parse_pointer(cfg, ptr, len, opts, true)
+    end
+    function M._decode_pointer(ptr, len, opts)
+        return decode_pointer(cfg, ptr, len, opts)
     end
 
     -- Plain tables, with this instance's decode_array_with_array_mt.

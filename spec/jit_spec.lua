@@ -13,6 +13,7 @@ local vmdef = require("jit.vmdef")
 -- Busted resolves a spec's globals through a Lua __index function: the
 -- trace handler and the hot loops use only locals.
 local jit_attach, jit_flush, jit_opt = jit.attach, jit.flush, jit.opt
+local ffi_new, ffi_copy = require("ffi").new, require("ffi").copy
 local format, find, string_dump = string.format, string.find, string.dump
 local concat = table.concat
 local type, tostring, pcall, assert, error, pairs, ipairs, getmetatable, newproxy =
@@ -423,6 +424,32 @@ describe("JIT compilation of the getters", function()
             for _ = 1, ITERATIONS do
                 local t = qjson.decode(CHAT)
                 if t.messages[2].content[1].text ~= "caf\xc3\xa9" then bad = bad + 1 end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
+    it("decode of a text given as a pointer (copied), proxy reads, a change, encode", function()
+        -- What qjson.decode_body does with a body nginx holds in memory.
+        local text = CHAT:gsub('"Be brief%."', '"' .. ("x"):rep(8192) .. '"')
+        local buf = ffi_new("char[?]", #text)
+        ffi_copy(buf, text, #text)
+        local bad = 0
+        assert_compiles(function()
+            for _ = 1, ITERATIONS do
+                local t = qjson.decode(buf, #text)
+                if t.messages[2].content[1].text ~= "caf\xc3\xa9" then bad = bad + 1 end
+            end
+        end)
+        -- The change written from its record, into the copy's bytes
+        -- around it (put_one_key with a text that is no Lua string).
+        assert_no_nyi(function()
+            for i = 1, ITERATIONS do
+                local t = qjson.decode(buf, #text)
+                t.model = "m" .. i
+                if #qjson.encode(t) ~= #text - #'"gpt-4o"' + #tostring(i) + 3 then
+                    bad = bad + 1
+                end
             end
         end)
         assert.equal(0, bad)

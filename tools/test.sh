@@ -184,9 +184,9 @@ check "bounded memory with 90 MB of Lua objects alive: 20000 x 100 KB parses (to
     luajit tools/soak.lua heap 90 20000 32
 check "memory given back: RSS after a burst of 8 x 25 MB bodies (tools/soak.lua)" \
     luajit tools/soak.lua burst 25 16
-tap_tests "valgrind memcheck, JIT off: parse, safe, decode, eager, encode, re-entry specs" \
+tap_tests "valgrind memcheck, JIT off: parse, safe, decode, eager, encode, re-entry, pointer specs" \
     tools/memcheck.sh spec/parse_spec.lua spec/safe_spec.lua spec/decode_spec.lua \
-    spec/eager_spec.lua spec/encode_spec.lua spec/reentry_spec.lua
+    spec/eager_spec.lua spec/encode_spec.lua spec/reentry_spec.lua spec/pointer_spec.lua
 
 section "done"
 for reason in "${skipped[@]}"; do

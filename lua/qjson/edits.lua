@@ -36,20 +36,18 @@ local C = qffi.C
 local null = qffi.null
 local DELETED = lazy.DELETED
 local SRC, CHANGES, EDITS, ROOT_REC = lazy.SRC, lazy.CHANGES, lazy.EDITS, lazy.ROOT_REC
+local source = lazy.source
 local R_CODE, R_DEPTH, R_N, R_ADDED, R_SIMPLE = lazy.R_CODE, lazy.R_DEPTH, lazy.R_N, lazy.R_ADDED,
                                                 lazy.R_SIMPLE
 local FIELDS = lazy.FIELDS
 local is_record, object_value = lazy.is_record, lazy.object_value
 local cursor_of = lazy.cursor_of
 local ffi_string = ffi.string
-local ffi_cast = ffi.cast
 local next = next
 local tonumber = tonumber
 local math_floor = math.floor
 local table_sort = table.sort
 local new_tab = require("table.new")
-
-local char_ptr = ffi.typeof("const char *")
 
 local _M = {}
 
@@ -73,7 +71,7 @@ _M.INSERT, _M.APPEND = INSERT, APPEND
 -- of state st, whose change record is rec, through reader R.
 local function object_edits(list, st, cursor, rec, R)
     local depth = rec[R_DEPTH]
-    local ptr, base = lazy.live_ptr(st), ffi_cast(char_ptr, st[SRC])
+    local ptr, base = lazy.live_ptr(st), (source(st[SRC]))
     C.qjson_spans(ptr, cursor, 1, R)
     local n = tonumber(R.count)
     local spans = R.spans
@@ -108,7 +106,7 @@ end
 -- state st, whose change record is rec, through reader R.
 local function array_edits(list, st, cursor, rec, R)
     local depth = rec[R_DEPTH]
-    local ptr, base = lazy.live_ptr(st), ffi_cast(char_ptr, st[SRC])
+    local ptr, base = lazy.live_ptr(st), (source(st[SRC]))
     C.qjson_spans(ptr, cursor, 0, R)
     local n0 = tonumber(R.count)
     local spans = R.spans

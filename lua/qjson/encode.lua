@@ -37,6 +37,7 @@ local has_changes = lazy.has_changes
 local empty_array_mt = lazy.empty_array_mt
 local live_ptr = lazy.live_ptr
 local source_span = lazy.source_span
+local source = lazy.source
 local cursor_of = lazy.cursor_of
 local edits_of = edits.edits_of
 local first_edit = edits.first_at
@@ -688,7 +689,7 @@ end
 local function put_proxy(st, code, depth)
     enter_table(depth)
     local ptr = live_ptr(st)
-    local base = ffi_cast(char_ptr, st[SRC])
+    local base = source(st[SRC])
     local from, to = source_span(st, ptr, cursor_of(code), reader)
     if has_changes(st) then
         local list = edits_of(st, reader)
@@ -813,13 +814,13 @@ local function put_one_key(st, src, rec)
     -- The value's depth, counted as put_edit counts it.
     local d = 1 + rec[R_DEPTH]
     enter_edit(d)
-    local base = ffi_cast(char_ptr, src)
+    local base, len = source(src)
     local from = rec[FIELDS + 1]
     if from then
         copy(base, 0, from)
         flush()
         put_value(object_value(rec, rec[FIELDS + 3]), d)
-        copy(base, rec[FIELDS + 2], #src)
+        copy(base, rec[FIELDS + 2], len)
         flush()
         return
     end
@@ -834,23 +835,26 @@ local function put_one_key(st, src, rec)
     -- its function's trace every call, "leaving loop in root trace", and
     -- aborted the traces around it, "inner loop in root trace".)
     put_added_key(rec, rec[FIELDS + 3], b ~= OPEN_OBJECT, d)
-    copy(base, at, #src)
+    copy(base, at, len)
     flush()
 end
 
 -- Encodes v into buf. A whole changed document is its text with all its
--- edits applied, so the whitespace around its root value stays.
+-- edits applied, so the whitespace around its root value stays; so is an
+-- unchanged one whose text is no Lua string (see `lua_encode`).
 local function put_top(v)
     local st, code = proxy_info(v)
-    if st and (code == 0 or code == -1) and has_changes(st) and not config.indent then
+    if st and (code == 0 or code == -1) and not config.indent
+       and (has_changes(st) or type(st[SRC]) ~= "string") then
         enter_table(1)
         local src = st[SRC]
-        local rec = one_key_record(st)
+        local rec = has_changes(st) and one_key_record(st)
         if rec then
             put_one_key(st, src, rec)
             return
         end
-        put_source(ffi_cast(char_ptr, src), edits_of(st, reader), 0, -1, #src, 1, 0)
+        local base, len = source(src)
+        put_source(base, edits_of(st, reader), 0, -1, len, 1, 0)
         flush()
         return
     end
@@ -892,8 +896,11 @@ end
 -- its length.
 local function lua_encode(v, cfg, pieces)
     local st, code = proxy_info(v)
-    if st and (code == 0 or code == -1) and not has_changes(st) and not cfg.indent then
-        -- An untouched whole document is its own text.
+    if st and (code == 0 or code == -1) and not has_changes(st) and not cfg.indent
+       and type(st[SRC]) == "string" then
+        -- An untouched whole document is its own text (when the text is a
+        -- Lua string; a copy the native document owns is written out by
+        -- put_top).
         local src = st[SRC]
         if pieces then
             return { src }, #src

@@ -9,7 +9,11 @@
 --
 --   [PTR]         the native document's address (see lua/qjson/doc.lua),
 --                 false once freed
---   [SRC]         the text, which the native document borrows
+--   [SRC]         the text, which the native document borrows: a Lua
+--                 string; or, for a text given as a pointer (qjson.decode
+--                 of a pointer and a length, qjson.decode_body), a
+--                 qjson_value cdata whose `str` and `len` are the copy
+--                 the native document made and owns (see `source`)
 --   [ROOT_REC]    the root proxy's change record, false before its
 --                 first write
 --   [CHANGES]     the other proxies' change records, false before the
@@ -292,9 +296,33 @@ local function proxy_at(st, cursor, t, parent)
     return p
 end
 
--- The byte that starts the value of the valid JSON text src: its first
--- that is not whitespace.
+-- Where the text src (a state's [SRC]) starts, and its length.
+local function source(src)
+    if type(src) == "string" then
+        return ffi_cast(char_ptr, src), #src
+    end
+    return src.str, tonumber(src.len)
+end
+_M.source = source
+
+-- The byte at position i (1-based) of the text at `base`, or the first
+-- after it in direction `step` (1 or -1) when it is whitespace, and that
+-- byte's position.
+local function byte_from(base, i, step)
+    local b = base[i - 1]
+    while b == SPACE or b == TAB or b == LF or b == CR do
+        i = i + step
+        b = base[i - 1]
+    end
+    return b, i
+end
+
+-- The byte that starts the value of the valid JSON text src (a state's
+-- [SRC]): its first that is not whitespace.
 local function first_byte(src)
+    if type(src) ~= "string" then
+        return (byte_from(src.str, 1, 1))
+    end
     local b = str_byte(src, 1)
     if b == SPACE or b == TAB or b == LF or b == CR then
         b = str_byte(src, (str_find(src, "[^ \t\n\r]")))
@@ -302,11 +330,14 @@ local function first_byte(src)
     return b
 end
 
--- The last byte of the text src at or before position i that is not
--- whitespace, and its position: where the last value of a container
--- ends when i is just before its closing byte (an empty one's opening
--- byte, OPEN_OBJECT or OPEN_ARRAY, when it has none).
+-- The last byte of the text src (a state's [SRC]) at or before position
+-- i that is not whitespace, and its position: where the last value of a
+-- container ends when i is just before its closing byte (an empty one's
+-- opening byte, OPEN_OBJECT or OPEN_ARRAY, when it has none).
 local function last_byte(src, i)
+    if type(src) ~= "string" then
+        return byte_from(src.str, i, -1)
+    end
     local b = str_byte(src, i)
     while b == SPACE or b == TAB or b == LF or b == CR do
         i = i - 1
@@ -580,7 +611,7 @@ _M.live_ptr = live_ptr
 -- qjson_raw or qjson_raw_key) starts and ends in the text of state st, as
 -- byte offsets.
 local function span_in(st, v)
-    local start = tonumber(v.str - ffi_cast(char_ptr, st[SRC]))
+    local start = tonumber(v.str - (source(st[SRC])))
     return start, start + tonumber(v.len)
 end
 
@@ -1032,7 +1063,8 @@ function _M.root(ptr, text, bytes, block)
     block = block or false
     -- [PTR], [SRC], [CHANGES], [EDITS], [REG], [CHILD], [CHILD_CODE], [ROOT_REC], [BLOCK]
     local st
-    if COMPAT and (#text >= ARRAYLESS_CHECKED or str_find(text, "[", 1, true)) then
+    if COMPAT and (type(text) ~= "string" or #text >= ARRAYLESS_CHECKED
+                   or str_find(text, "[", 1, true)) then
         st = { address, text, false, false, false, false, 0, false, block,
                __index = proxy_index, __newindex = proxy_newindex, __len = proxy_len_mm,
                __pairs = proxy_pairs, __ipairs = proxy_ipairs }

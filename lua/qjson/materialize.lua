@@ -68,7 +68,10 @@ local function materialize_level(v, R, arrays_mt)
         local cursor = lazy.cursor_of(code)
         local is_changed, from, to = changed(st, v, code, R)
         if not is_changed then
-            if c_decode then
+            -- (The C API builds from a Lua string: a text the native
+            -- document copied, see lua/qjson/lazy.lua's SRC, goes by the
+            -- tape.)
+            if c_decode and type(st[SRC]) == "string" then
                 if not from then
                     from, to = source_span(st, ptr, cursor, R)
                 end
@@ -162,7 +165,8 @@ function _M.materialize(v, arrays_mt, by_shape)
         -- The root of a live document never written to. Before the
         -- section: a shape's build takes the main reader's.
         local st, code = proxy_info(v)
-        if st and (code == 0 or code == -1) and st[PTR] and not has_changes(st) then
+        if st and (code == 0 or code == -1) and st[PTR] and not has_changes(st)
+           and type(st[SRC]) == "string" then
             local found, out = by_shape(st[SRC], PARSED_TEXT, arrays_mt)
             if found then
                 native_builds = native_builds + 1

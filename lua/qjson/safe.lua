@@ -3,9 +3,11 @@
 -- malformed path, use after free()).
 
 local qjson = require("qjson")
+local body = require("qjson.body")
 
 local ipairs = ipairs
 local pcall = pcall
+local type = type
 
 -- pcall's results as a safe function returns them: the call's results,
 -- or nil and the error.
@@ -32,6 +34,7 @@ local SHARED = { "_VERSION", "null", "kernel", "materialize", "len", "pairs", "i
 -- made by qjson.new(), whose options it then shares).
 local function wrap(q)
     local parse, decode, encode, encode_pieces = q._parse, q._decode, q.encode, q.encode_pieces
+    local parse_pointer, decode_pointer = q._parse_pointer, q._decode_pointer
     local M = { _NAME = "qjson.safe" }
     for _, name in ipairs(SHARED) do
         M[name] = q[name]
@@ -40,17 +43,49 @@ local function wrap(q)
         M[name] = safe_option(q[name])
     end
 
-    function M.parse(text, opts)
-        local d, err = parse(text, opts, true)
+    function M.parse(text, opts, more)
+        local d, err
+        if type(text) == "cdata" then
+            d, err = parse_pointer(text, opts, more)
+        else
+            d, err = parse(text, opts, true)
+        end
         return d, err
     end
 
-    function M.decode(text, opts)
-        local v, err = decode(text, opts)
+    function M.decode(text, opts, more)
+        local v, err
+        if type(text) == "cdata" then
+            v, err = decode_pointer(text, opts, more)
+        else
+            v, err = decode(text, opts)
+        end
         if v == nil then
             return nil, err
         end
         return v
+    end
+
+    -- The request body's (see lua/qjson/body.lua): nil when there is
+    -- none, nil, err where qjson's raise (outside nginx too).
+    function M.parse_body(opts)
+        local ok, text, len = pcall(body.read)
+        if not ok or text == nil then
+            return nil, not ok and text or nil
+        elseif len then
+            return M.parse(text, len, opts)
+        end
+        return M.parse(text, opts)
+    end
+
+    function M.decode_body(opts)
+        local ok, text, len = pcall(body.read)
+        if not ok or text == nil then
+            return nil, not ok and text or nil
+        elseif len then
+            return M.decode(text, len, opts)
+        end
+        return M.decode(text, opts)
     end
 
     -- Returns nil, err where qjson.encode raises (unsupported values, NaN,

@@ -87,6 +87,59 @@ describe("qjson inside nginx", function()
         assert.equal("file gpt-4o 4 " .. #big .. "\n", body)
     end)
 
+    it("access: decode_body and parse_body read the body where nginx keeps it", function()
+        -- /phase/ keeps up to 16 KB in memory, what came with the headers
+        -- in a buffer of its own; /single/ up to 2 MB in one buffer;
+        -- larger ones go to a temp file, read from it.
+        local cases = {
+            { "/phase/access", helper.chat_request(10 * 1024), "memory" },
+            { "/single/access", helper.chat_request(1024 * 1024), "memory" },
+            { "/phase/access", helper.chat_request(1024 * 1024), "file" },
+            { "/single/access", REQUEST, "memory" },
+        }
+        for _, case in ipairs(cases) do
+            local path, text, where = case[1], case[2], case[3]
+            runner.on("access", function()
+                ngx.req.read_body()
+                local t, doc = qjson.decode_body(), safe.parse_body()
+                local body, kept = request_body()
+                -- The documents hold copies: a new body changes nothing.
+                ngx.req.set_body_data("{}")
+                ngx.say(kept, " ", qjson.encode(t) == body, " ",
+                        doc:raw() == qjson.parse(body):raw(), " ", t.model, " ",
+                        qjson.len(t.messages), " ", doc:get_str("model"))
+                return ngx.exit(200)
+            end)
+            local status, got = client.request("POST", path, text)
+            assert.equal(200, status)
+            local n = qjson.len(qjson.decode(text).messages)
+            assert.equal(where .. " true true gpt-4o " .. n .. " gpt-4o\n", got)
+        end
+    end)
+
+    it("access: decode_body gives nil without a body, and the string's error for a bad one",
+       function()
+        runner.on("access", function()
+            -- Not read yet: nil, as ngx.req.get_body_data gives.
+            local unread = tostring(qjson.decode_body()) .. " "
+                           .. tostring(select(2, safe.decode_body()))
+            ngx.req.read_body()
+            local v, err = safe.decode_body()
+            local doc, parse_err = safe.parse_body()
+            ngx.say(unread, "|", tostring(v), "|", tostring(err), "|", tostring(doc), "|",
+                    tostring(parse_err))
+            return ngx.exit(200)
+        end)
+        local bad = REQUEST:sub(1, 40)
+        local _, want = safe.decode(bad)
+        local status, got = client.request("POST", "/single/access", bad)
+        assert.equal(200, status)
+        assert.equal("nil nil|nil|" .. want .. "|nil|" .. want .. "\n", got)
+        status, got = client.request("GET", "/single/access")
+        assert.equal(200, status)
+        assert.equal("nil nil|nil|nil|nil|nil\n", got)
+    end)
+
     it("content: invalid JSON becomes a 400 carrying qjson's message", function()
         local bad = REQUEST:sub(1, 40)
         runner.on("content", function()

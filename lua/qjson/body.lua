@@ -1,0 +1,86 @@
+-- The request body where nginx keeps it, for qjson.decode_body and
+-- qjson.parse_body: no Lua string of it.
+--
+-- ngx.req.get_body_data() copies the body into a new Lua string, and
+-- LuaJIT maps fresh memory for every string of 128 KB or more: for a 1 MB
+-- body, 257 page faults, and twice that when nginx read it in two buffers
+-- (the function joins them in a userdata first). That cost more than the
+-- JSON work in a gateway's handler: with the no-JSON ceiling of
+-- tools/gateway_bench.sh reading the body this way, 594 faults and 664
+-- requests a second, against 0 faults and 1 072 (plain proxy_pass: 1 065)
+-- reading it through the pointer below into memory already mapped
+-- (docs/benchmarks.md, "The request body where nginx keeps it"). The
+-- pointer is that of `$request_body`, as lua-resty-core's ngx.var reads
+-- it (ngx_http_lua_ffi_var_get): the body's own buffer when nginx holds
+-- it in one (`client_body_in_single_buffer on`), else one copy in the
+-- request's pool, which nginx reuses. The document copies the bytes into
+-- memory of its own (qjson_parse_copy), as it outlives the request's.
+
+local ffi = require("ffi")
+
+local C = ffi.C
+local error = error
+local tonumber = tonumber
+local type = type
+local rawget = rawget
+local ffi_string = ffi.string
+local io_open = io.open
+
+local _M = {}
+
+local NAME = "request_body"
+local NGX_OK, NGX_ERROR = 0, -1
+
+-- Set on the first call, in nginx: lua-resty-core's request getter, the
+-- out-cells of ngx_http_lua_ffi_var_get (declared by resty.core.var) and
+-- the room for the name in lower case that it asks for.
+local ngx, get_request, value, value_len, lower_name, errmsg
+
+local function init()
+    ngx = rawget(_G, "ngx")
+    if type(ngx) ~= "table" or not ngx.req then
+        error("qjson: decode_body and parse_body run in nginx (lua-nginx-module)", 3)
+    end
+    local base = require("resty.core.base")
+    require("resty.core.var")
+    get_request = base.get_request
+    value = ffi.new("unsigned char *[1]")
+    value_len = ffi.new("size_t[1]")
+    lower_name = ffi.new("char[?]", #NAME)
+    errmsg = base.get_errmsg_ptr()
+end
+
+-- The current request's body: the pointer to it and its length when nginx
+-- holds it in memory; the text, read from the file, when nginx wrote it
+-- to a temporary file (a body larger than client_body_buffer_size); nil
+-- when the request has none, or it has not been read
+-- (ngx.req.read_body(), or `lua_need_request_body on`).
+function _M.read()
+    if not get_request then
+        init()
+    end
+    local r = get_request()
+    if not r then
+        error("qjson: no request found", 3)
+    end
+    local rc = C.ngx_http_lua_ffi_var_get(r, NAME, #NAME, lower_name, 0, value, value_len, errmsg)
+    if rc == NGX_OK then
+        return value[0], tonumber(value_len[0])
+    elseif rc == NGX_ERROR then
+        error("qjson: " .. ffi_string(errmsg[0]), 3)
+    end
+    -- Not in memory (NGX_DECLINED): in a file, or no body.
+    local path = ngx.req.get_body_file()
+    if not path then
+        return nil
+    end
+    local f, err = io_open(path, "rb")
+    if not f then
+        error("qjson: cannot read the request body's file: " .. err, 3)
+    end
+    local text = f:read("*a")
+    f:close()
+    return text
+end
+
+return _M
