@@ -51,7 +51,7 @@ if [ -n "$baselines" ]; then
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/qjson-gateway-bench.XXXXXX")
-codecs=(qjson cjson body proxy)
+codecs=(qjson qjson_str cjson body proxy)
 cleanup() {
     local codec
     for codec in "${codecs[@]}"; do nginx_stop "$work/$codec"; done
@@ -82,8 +82,8 @@ luajit -e '
     io.write(#body + 11, " ", #cjson.encode(t), "\n")' >"$work/lengths"
 read -r -a lengths <"$work/lengths"
 size=$(stat -c %s "$work/untouched.json")
-declare -A want=([routed-qjson]=${lengths[0]} [routed-cjson]=${lengths[1]})
-for codec in qjson cjson body proxy; do
+declare -A want=([routed-qjson]=${lengths[0]} [routed-qjson_str]=${lengths[0]} [routed-cjson]=${lengths[1]})
+for codec in qjson qjson_str cjson body proxy; do
     want[untouched-$codec]=$size
 done
 want[routed-body]=$(stat -c %s "$work/routed.json")
@@ -227,16 +227,18 @@ echo "nginx gateway, $size-byte chat requests ($variants distinct), 1 worker, $c
 echo "glibc malloc: ${GLIBC_TUNABLES:-default limits (GLIBC_TUNABLES not set)}"
 echo "$rounds rounds of $duration per gateway, the gateways in turn; req/s and p99: medians of the rounds;"
 echo "ratios: medians of each round's ratio"
-echo "cjson: $cjson_name; body: the body read into Lua, no JSON; proxy: no Lua at all"
+echo "qjson: the body decoded where nginx keeps it (qjson.decode_body); qjson_str: from its Lua string"
+echo "cjson: $cjson_name; body: the body read into a Lua string, no JSON; proxy: no Lua at all"
 echo "faults: the gateway worker's minor page faults per request (4 KB pages)"
-printf '%-10s %-6s %12s %10s %8s\n' request gateway req/s p99 faults
+printf '%-10s %-9s %12s %10s %8s\n' request gateway req/s p99 faults
 for kind in untouched routed; do
     for codec in "${codecs[@]}"; do
-        printf '%-10s %-6s %12.1f %8.2fms %8.1f\n' "$kind" "$codec" "$(median "${rps[$kind-$codec]}")" \
+        printf '%-10s %-9s %12.1f %8.2fms %8.1f\n' "$kind" "$codec" "$(median "${rps[$kind-$codec]}")" \
             "$(median "${p99[$kind-$codec]}")" "$(median "${faults[$kind-$codec]}")"
     done
     awk -v k="$kind" -v c="$(paired "$kind-qjson" "$kind-cjson")" -v b="$(paired "$kind-qjson" "$kind-body")" \
-        'BEGIN { printf "%s: qjson/cjson req/s %.1fx, qjson/body %.0f%%\n", k, c, 100 * b }'
+        -v s="$(paired "$kind-qjson_str" "$kind-body")" \
+        'BEGIN { printf "%s: qjson/cjson req/s %.1fx, qjson/body %.0f%%, qjson_str/body %.0f%%\n", k, c, 100 * b, 100 * s }'
 done
 echo
 echo "streamed responses of $events events, metered by the body filter"

@@ -34,10 +34,16 @@
 -- 128 KB or more, and a 1 MB one costs more in page faults than the JSON
 -- work. cjson's gateway sets its one string with ngx.req.set_body_data.
 --
+-- qjson reads the body where nginx keeps it (qjson.decode_body): no Lua
+-- string of it is made, which for a 1 MB body costs more than all the
+-- JSON work (page faults, as above).
+--
 -- access("cjson") runs the same policy with lua-cjson, for comparison
 -- (tools/gateway_bench.sh); cjson cannot detect repeated keys.
--- access("body") only reads the body, with no JSON at all: the ceiling for
--- any Lua JSON library in the load test.
+-- access("qjson_str") runs it with qjson on the body's Lua string
+-- (ngx.req.get_body_data), as cjson gets it.
+-- access("body") only reads the body into a Lua string, with no JSON at
+-- all: the ceiling for any Lua JSON library that takes a string.
 --
 -- stream_filter(codec) is a body filter for streamed (SSE) responses: it
 -- reads each event's `choices[0].delta.content` and `usage.total_tokens`
@@ -71,21 +77,34 @@ function _M.set_body_pieces(pieces, len)
     ngx.req.finish_body()
 end
 
+local QJSON_OPTIONS = { duplicate_keys = "error" }
+
+-- Makes the request body the text of v; or nil and the error.
+local function qjson_set_body(v)
+    local pieces, len = qjson_safe.encode_pieces(v)
+    if not pieces then
+        return nil, len
+    end
+    _M.set_body_pieces(pieces, len)
+    return true
+end
+
 local CODECS = {
     qjson = {
-        decode = function(text)
-            return qjson_safe.decode(text, { duplicate_keys = "error" })
+        -- The request body, decoded where nginx keeps it: the value; or
+        -- nil and the error; or nil alone when there is no body.
+        decode_body = function()
+            return qjson_safe.decode_body(QJSON_OPTIONS)
         end,
         encode = qjson_safe.encode,
-        -- Makes the request body the text of v; or nil and the error.
-        set_body = function(v)
-            local pieces, len = qjson_safe.encode_pieces(v)
-            if not pieces then
-                return nil, len
-            end
-            _M.set_body_pieces(pieces, len)
-            return true
+        set_body = qjson_set_body,
+    },
+    qjson_str = {
+        decode = function(text)
+            return qjson_safe.decode(text, QJSON_OPTIONS)
         end,
+        encode = qjson_safe.encode,
+        set_body = qjson_set_body,
     },
     cjson = {
         decode = cjson_safe.decode,
@@ -151,16 +170,26 @@ end
 -- The access-phase handler: rejects the request (ends it with 400/403)
 -- or lets it through with the body the upstream must see.
 function _M.access(codec)
-    local json = CODECS[codec] or CODECS.qjson
-    local body, err = _M.read_body()
-    if not body or body == "" then
-        return reject(json, 400, err or "request body is empty")
+    -- ("body" rejects as qjson_str does.)
+    local json = CODECS[codec == "body" and "qjson_str" or codec] or CODECS.qjson
+    local req, err
+    if json.decode_body then
+        ngx.req.read_body()
+        req, err = json.decode_body()
+        if req == nil and err == nil then
+            return reject(json, 400, "request body is empty")
+        end
+    else
+        local body
+        body, err = _M.read_body()
+        if not body or body == "" then
+            return reject(json, 400, err or "request body is empty")
+        end
+        if codec == "body" then
+            return
+        end
+        req, err = json.decode(body)
     end
-    if codec == "body" then
-        return
-    end
-    local req
-    req, err = json.decode(body)
     if req == nil then
         return reject(json, 400, err)
     end
