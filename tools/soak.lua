@@ -2,8 +2,10 @@
 --
 --   luajit tools/soak.lua memory [documents] [bound_mb]
 --       Parses `documents` distinct 1 MB chat requests (default 100 000)
---       three ways: parse and drop (no free: the garbage collector alone
---       must keep up), parse and doc:free(), decode + change + encode; and
+--       four ways: parse and drop (no free: the garbage collector alone
+--       must keep up), parse and doc:free(), decode + change + encode, the
+--       same decoding one text from a pointer, which its documents copy
+--       (qjson.decode(ptr, len), as qjson.decode_body does); and
 --       as many times one dense text, whose native index the collector
 --       cannot see.
 --       Samples VmRSS from /proc/self/status every 500 documents and
@@ -77,6 +79,13 @@ local function dense()
     return DENSE
 end
 
+-- One buffer a text is copied into and decoded from, as nginx's request
+-- body is by qjson.decode_body: the document copies it into memory of its
+-- own. The same text each time, so that the Lua heap does not grow by a
+-- string a document: only the copies' charge to the collector (see
+-- `Document::charged_bytes`) makes it free their documents.
+local BODY = ffi.new("char[?]", #base)
+
 -- Each: a name, what it does with a text, and the text for iteration i
 -- (a distinct chat request unless given).
 local VARIANTS = {
@@ -98,6 +107,12 @@ local VARIANTS = {
         t.max_tokens = 256
         assert(#qjson.encode(t) == #text)
     end },
+    { "decode, change, encode a pointer", function(text)
+        ffi.copy(BODY, text, #text)
+        local t = qjson.decode(BODY, #text)
+        t.max_tokens = 256
+        assert(#qjson.encode(t) == #text)
+    end, function() return base end },
 }
 
 -- Calls `run(i)` for i = 1 .. n, sampling VmRSS every SAMPLE_EVERY calls
@@ -131,7 +146,7 @@ local function memory(documents, bound_mb)
         local _, hwm = rss()
         local over = max - start > bound_mb
         failed = failed or over
-        print(("%-24s %7d x %.2f MB: VmRSS after warm-up %.0f MB, max %.0f MB (+%.0f), "
+        print(("%-32s %7d x %.2f MB: VmRSS after warm-up %.0f MB, max %.0f MB (+%.0f), "
                .. "VmHWM %.0f MB, %.1f s CPU, %.2f GB/s%s"):format(
             name, documents, bytes / 1e6, start, max, max - start, hwm, seconds,
             (documents - warm_up) * bytes / seconds / 1e9,

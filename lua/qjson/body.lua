@@ -4,22 +4,24 @@
 -- ngx.req.get_body_data() copies the body into a new Lua string, and
 -- LuaJIT maps fresh memory for every string of 128 KB or more: for a 1 MB
 -- body, 257 page faults, and twice that when nginx read it in two buffers
--- (the function joins them in a userdata first). That cost more than the
--- JSON work in a gateway's handler: with the no-JSON ceiling of
--- tools/gateway_bench.sh reading the body this way, 594 faults and 664
--- requests a second, against 0 faults and 1 072 (plain proxy_pass: 1 065)
--- reading it through the pointer below into memory already mapped
+-- (the function joins them in a userdata first). That costs more than the
+-- JSON work in a gateway's handler: in `make bench-gateway` (1 MB
+-- requests), the example gateway decoding bodies from that string served
+-- 647 requests a second with 562 faults a request, and reading them as
+-- below 1 044 with none, where plain proxy_pass served 1 067
 -- (docs/benchmarks.md, "The request body where nginx keeps it"). The
 -- pointer is that of `$request_body`, as lua-resty-core's ngx.var reads
 -- it (ngx_http_lua_ffi_var_get): the body's own buffer when nginx holds
--- it in one (`client_body_in_single_buffer on`), else one copy in the
--- request's pool, which nginx reuses. The document copies the bytes into
--- memory of its own (qjson_parse_copy), as it outlives the request's.
+-- it in one (`client_body_in_single_buffer on`), else a copy nginx makes
+-- in the request's pool (heap memory earlier requests freed). The
+-- document copies the bytes into memory of its own (qjson_parse_copy), as
+-- it outlives the request's.
 
 local ffi = require("ffi")
 
 local C = ffi.C
 local error = error
+local pcall = pcall
 local tonumber = tonumber
 local type = type
 local rawget = rawget
@@ -41,8 +43,10 @@ local function init()
     if type(ngx) ~= "table" or not ngx.req then
         error("qjson: decode_body and parse_body run in nginx (lua-nginx-module)", 3)
     end
-    local base = require("resty.core.base")
-    require("resty.core.var")
+    local found, base = pcall(require, "resty.core.base")
+    if not found or not pcall(require, "resty.core.var") then
+        error("qjson: decode_body and parse_body need lua-resty-core", 3)
+    end
     get_request = base.get_request
     value = ffi.new("unsigned char *[1]")
     value_len = ffi.new("size_t[1]")
