@@ -527,24 +527,11 @@ function instance(cfg, enc)
     -- qjson.parse_body([options]), qjson.decode_body([options]) (nginx):
     -- the current request's body, read where nginx keeps it (see
     -- lua/qjson/body.lua); nil when the request has none.
-    -- (Tail calls: an error is raised at the caller's level.)
     function M.parse_body(opts)
-        local text, len = body.read()
-        if text == nil then
-            return nil
-        elseif len then
-            return M.parse(text, len, opts)
-        end
-        return M.parse(text, opts)
+        return body.apply(M.parse, opts)
     end
     function M.decode_body(opts)
-        local text, len = body.read()
-        if text == nil then
-            return nil
-        elseif len then
-            return M.decode(text, len, opts)
-        end
-        return M.decode(text, opts)
+        return body.apply(M.decode, opts)
     end
 
     -- For specs: a registry of shape ids with every id free again.

@@ -58,8 +58,9 @@ end
 -- holds it in memory; the text, read from the file, when nginx wrote it
 -- to a temporary file (a body larger than client_body_buffer_size); nil
 -- when the request has none, or it has not been read
--- (ngx.req.read_body(), or `lua_need_request_body on`).
-function _M.read()
+-- (ngx.req.read_body(), or `lua_need_request_body on`). Raises at the
+-- level of the caller of `apply`'s caller.
+local function read()
     if not get_request then
         init()
     end
@@ -85,6 +86,20 @@ function _M.read()
     local text = f:read("*a")
     f:close()
     return text
+end
+
+-- `f(body, opts)`, f a module's parse or decode, on the current request's
+-- body: f(ptr, len, opts) on a body in memory, f(text, opts) on one read
+-- from its file; nil when there is none. Called by a tail call, and
+-- calling f by one, so that what raises raises at the caller's level.
+function _M.apply(f, opts)
+    local text, len = read()
+    if text == nil then
+        return nil
+    elseif len then
+        return f(text, len, opts)
+    end
+    return f(text, opts)
 end
 
 return _M

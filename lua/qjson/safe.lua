@@ -69,23 +69,11 @@ local function wrap(q)
     -- The request body's (see lua/qjson/body.lua): nil when there is
     -- none, nil, err where qjson's raise (outside nginx too).
     function M.parse_body(opts)
-        local ok, text, len = pcall(body.read)
-        if not ok or text == nil then
-            return nil, not ok and text or nil
-        elseif len then
-            return M.parse(text, len, opts)
-        end
-        return M.parse(text, opts)
+        return results(pcall(body.apply, M.parse, opts))
     end
 
     function M.decode_body(opts)
-        local ok, text, len = pcall(body.read)
-        if not ok or text == nil then
-            return nil, not ok and text or nil
-        elseif len then
-            return M.decode(text, len, opts)
-        end
-        return M.decode(text, opts)
+        return results(pcall(body.apply, M.decode, opts))
     end
 
     -- Returns nil, err where qjson.encode raises (unsupported values, NaN,

@@ -122,7 +122,7 @@ describe("qjson inside nginx", function()
         runner.on("access", function()
             -- Not read yet: nil, as ngx.req.get_body_data gives.
             local unread = tostring(qjson.decode_body()) .. " "
-                           .. tostring(select(2, safe.decode_body()))
+                           .. tostring((select(2, safe.decode_body())))
             ngx.req.read_body()
             local v, err = safe.decode_body()
             local doc, parse_err = safe.parse_body()
