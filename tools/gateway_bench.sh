@@ -51,7 +51,7 @@ if [ -n "$baselines" ]; then
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/qjson-gateway-bench.XXXXXX")
-codecs=(qjson qjson_str cjson body proxy)
+codecs=(qjson qjson_str cjson body body_ptr proxy)
 cleanup() {
     local codec
     for codec in "${codecs[@]}"; do nginx_stop "$work/$codec"; done
@@ -83,11 +83,12 @@ luajit -e '
 read -r -a lengths <"$work/lengths"
 size=$(stat -c %s "$work/untouched.json")
 declare -A want=([routed-qjson]=${lengths[0]} [routed-qjson_str]=${lengths[0]} [routed-cjson]=${lengths[1]})
-for codec in qjson qjson_str cjson body proxy; do
+for codec in qjson qjson_str cjson body body_ptr proxy; do
     want[untouched-$codec]=$size
 done
 want[routed-body]=$(stat -c %s "$work/routed.json")
 want[routed-proxy]=${want[routed-body]}
+want[routed-body_ptr]=${want[routed-body]}
 # wrk sends VARIANTS bodies in turn, each with other bytes at the start of
 # its image (the same length, the same verdict), as a gateway's requests
 # differ: a body sent again while its Lua string from an earlier request
@@ -153,7 +154,7 @@ for codec in "${codecs[@]}"; do
             exit 1
         fi
     done
-    if [ "$codec" != body ]; then
+    if [ "$codec" != body ] && [ "$codec" != body_ptr ]; then
         url[stream-$codec]="http://127.0.0.1:$port/v1/stream?events=$events"
         got=$(curl -sS "${url[stream-$codec]}" | tail -c 200)
         if [ "$codec" != proxy ] && ! [[ $got == *": gateway events=$events "* ]]; then
@@ -228,7 +229,8 @@ echo "glibc malloc: ${GLIBC_TUNABLES:-default limits (GLIBC_TUNABLES not set)}"
 echo "$rounds rounds of $duration per gateway, the gateways in turn; req/s and p99: medians of the rounds;"
 echo "ratios: medians of each round's ratio"
 echo "qjson: the body decoded where nginx keeps it (qjson.decode_body); qjson_str: from its Lua string"
-echo "cjson: $cjson_name; body: the body read into a Lua string, no JSON; proxy: no Lua at all"
+echo "cjson: $cjson_name; body: the body read into a Lua string, no JSON; body_ptr: copied from"
+echo "where nginx keeps it into a reused buffer, no JSON; proxy: no Lua at all"
 echo "faults: the gateway worker's minor page faults per request (4 KB pages)"
 printf '%-10s %-9s %12s %10s %8s\n' request gateway req/s p99 faults
 for kind in untouched routed; do
@@ -237,8 +239,9 @@ for kind in untouched routed; do
             "$(median "${p99[$kind-$codec]}")" "$(median "${faults[$kind-$codec]}")"
     done
     awk -v k="$kind" -v c="$(paired "$kind-qjson" "$kind-cjson")" -v b="$(paired "$kind-qjson" "$kind-body")" \
-        -v s="$(paired "$kind-qjson_str" "$kind-body")" \
-        'BEGIN { printf "%s: qjson/cjson req/s %.1fx, qjson/body %.0f%%, qjson_str/body %.0f%%\n", k, c, 100 * b, 100 * s }'
+        -v s="$(paired "$kind-qjson_str" "$kind-body")" -v p="$(paired "$kind-qjson" "$kind-body_ptr")" \
+        'BEGIN { printf "%s: qjson/cjson req/s %.1fx, qjson/body %.0f%%, qjson_str/body %.0f%%, qjson/body_ptr %.0f%%\n",
+                 k, c, 100 * b, 100 * s, 100 * p }'
 done
 echo
 echo "streamed responses of $events events, metered by the body filter"

@@ -44,6 +44,9 @@
 -- (ngx.req.get_body_data), as cjson gets it.
 -- access("body") only reads the body into a Lua string, with no JSON at
 -- all: the ceiling for any Lua JSON library that takes a string.
+-- access("body_ptr") only copies the body from where nginx keeps it, as
+-- qjson.decode_body does, into a buffer it reuses: the ceiling for a
+-- library that reads it that way.
 --
 -- stream_filter(codec) is a body filter for streamed (SSE) responses: it
 -- reads each event's `choices[0].delta.content` and `usage.total_tokens`
@@ -54,6 +57,8 @@
 -- decoded with cjson.decode instead of qjson.sse.
 
 local qjson_safe = require("qjson.safe")
+local request_body = require("qjson.body")
+local ffi = require("ffi")
 local sse = require("qjson.sse")
 local cjson_safe = require("cjson.safe")
 
@@ -167,11 +172,32 @@ local function positive_integer(v)
     return type(v) == "number" and v >= 1 and v % 1 == 0 and v < math.huge
 end
 
+-- body_ptr's buffer, grown to the largest body so far.
+local copied, copied_size = nil, 0
+
+-- Copies a body (a pointer and its length, or a string read from a file)
+-- into `copied`; returns true.
+local function copy_body(text, len)
+    len = len or #text
+    if len > copied_size then
+        copied, copied_size = ffi.new("char[?]", len), len
+    end
+    ffi.copy(copied, text, len)
+    return true
+end
+
 -- The access-phase handler: rejects the request (ends it with 400/403)
 -- or lets it through with the body the upstream must see.
 function _M.access(codec)
     -- ("body" rejects as qjson_str does.)
     local json = CODECS[codec == "body" and "qjson_str" or codec] or CODECS.qjson
+    if codec == "body_ptr" then
+        ngx.req.read_body()
+        if not request_body.apply(copy_body) then
+            return reject(json, 400, "request body is empty")
+        end
+        return
+    end
     local req, err
     if json.decode_body then
         ngx.req.read_body()
