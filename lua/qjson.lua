@@ -28,7 +28,6 @@ local ffi_cast = ffi.cast
 local CHAR_PTR = ffi.typeof("const char *")
 local TEXT = ffi.typeof("qjson_value")
 local ffi_new = ffi.new
-local ffi_istype = ffi.istype
 -- The longest text given as a pointer: a length past 2^53 is no exact
 -- Lua number.
 local MAX_TEXT_BYTES = 2 ^ 53
@@ -226,13 +225,8 @@ end
 -- holding the block that names its document (see `parse_small`), which
 -- the caller keeps alive as long as it uses the handle; or nil, the
 -- message and its level.
---
--- `text` may also be a pointer (a `const char *` from `text_pointer`) to
--- `len` bytes, which are copied into the document when `copy` is set and
--- must stay alive and unchanged as long as it otherwise; not small.
-local function parse_native(text, opts, fname, R, small, cfg, from, len, copy)
-    local is_string = type(text) == "string"
-    if not is_string and not ffi_istype(CHAR_PTR, text) then
+local function parse_native(text, opts, fname, R, small, cfg, from, len)
+    if type(text) ~= "string" then
         return nil, "bad argument #1 to '" .. fname .. "' (string expected, got "
                     .. type(text) .. ")", MISUSE
     end
@@ -243,14 +237,12 @@ local function parse_native(text, opts, fname, R, small, cfg, from, len, copy)
     local at = text
     if from then
         at = ffi_cast(CHAR_PTR, text) + from
-    elseif is_string then
+    else
         len = #text
     end
     local block, ptr
     if small and len <= SMALL_MAX_BYTES then
         ptr, block = parse_small(at, len, o, R)
-    elseif copy then
-        ptr = C.qjson_parse_copy(at, len, o, R)
     else
         ptr = C.qjson_parse(at, len, o, R)
     end
@@ -258,6 +250,27 @@ local function parse_native(text, opts, fname, R, small, cfg, from, len, copy)
         return nil, "qjson: " .. ffi_string(R.error.message), DATA
     end
     return ptr, tonumber(R.count), block
+end
+
+-- `parse_native` of the `len` bytes at `at` (a `const char *` from
+-- `text_pointer`), longer than a small text: copied into the document
+-- when `copy` is set (reader.value.str is then the copy), else read where
+-- they are, which must stay as long as the document.
+local function parse_native_at(at, len, opts, fname, R, cfg, copy)
+    local o, err = options_for(opts, fname, R, cfg)
+    if not o then
+        return nil, err, MISUSE
+    end
+    local ptr
+    if copy then
+        ptr = C.qjson_parse_copy(at, len, o, R)
+    else
+        ptr = C.qjson_parse(at, len, o, R)
+    end
+    if ptr == nil then
+        return nil, "qjson: " .. ffi_string(R.error.message), DATA
+    end
+    return ptr, tonumber(R.count)
 end
 
 -- Parses `text` for `fname` under config `cfg`, or only its `len` bytes
@@ -304,7 +317,7 @@ local function parse_pointer(cfg, ptr, len, opts, safe)
         return parse(cfg, ffi_string(at, len), opts, safe)
     end
     local R = enter()
-    local handle, detail, level = parse_native(at, opts, "parse", R, false, cfg, nil, len, true)
+    local handle, detail, level = parse_native_at(at, len, opts, "parse", R, cfg, true)
     leave(R)
     if not handle then
         return nil, detail, level
@@ -313,13 +326,24 @@ local function parse_pointer(cfg, ptr, len, opts, safe)
     return new_doc(handle, false, safe, detail)
 end
 
+-- The plain tables of the document `ptr` parsed in reader R's section,
+-- which this ends: built from its tape, the document freed (it lives only
+-- while its tape is read: no Lua object, no finalizer, nothing for the
+-- collector to pace).
+local function tape_tables(ptr, R, arrays_mt)
+    local ok, v = pcall(lazy.tape_value, ptr, 0, R, arrays_mt)
+    C.qjson_free(ptr)
+    leave(R)
+    if not ok then
+        error(v, 0)
+    end
+    return v
+end
+
 -- Decodes `text` under config `cfg`: proxies, or plain tables when
 -- opts.lazy == false (or opts does not say and decode_lazy is off).
 -- Returns the value, or nil, the message and its level.
---
--- `text` may also be a pointer (a `const char *` from `text_pointer`) to
--- `len` bytes, longer than a small text: see `decode_pointer`.
-local function decode(cfg, text, opts, len)
+local function decode(cfg, text, opts)
     local lazy_given = opts and opts.lazy
     local lazy_option = lazy_given
     if lazy_option == nil then
@@ -376,28 +400,15 @@ local function decode(cfg, text, opts, len)
         -- The document lives only while its tape is read: no Lua object,
         -- no finalizer, nothing for the collector to pace.
         local R = enter()
-        local ptr, err, level = parse_native(text, opts, "decode", R, false, cfg, nil, len)
+        local ptr, err, level = parse_native(text, opts, "decode", R, false, cfg)
         if not ptr then
             leave(R)
             return nil, err, level
         end
-        local ok, v = pcall(lazy.tape_value, ptr, 0, R, arrays_mt)
-        C.qjson_free(ptr)
-        leave(R)
-        if not ok then
-            error(v, 0)
-        end
-        return v
+        return tape_tables(ptr, R, arrays_mt)
     end
     local R = enter()
-    local copy = type(text) ~= "string"
-    local ptr, detail, block_or_level = parse_native(text, opts, "decode", R, not copy, cfg,
-                                                     nil, len, copy)
-    if ptr and copy then
-        -- The proxies' text: the copy (see [SRC] in lua/qjson/lazy.lua).
-        text = ffi_new(TEXT)
-        text.str, text.len = R.value.str, len
-    end
+    local ptr, detail, block_or_level = parse_native(text, opts, "decode", R, true, cfg)
     leave(R)
     if not ptr then
         return nil, detail, block_or_level
@@ -416,7 +427,24 @@ local function decode_pointer(cfg, ptr, len, opts)
     if len <= SMALL_MAX_BYTES then
         return decode(cfg, ffi_string(at, len), opts)
     end
-    return decode(cfg, at, opts, len)
+    local lazy_option = opts and opts.lazy
+    if lazy_option == nil then
+        lazy_option = cfg.lazy
+    end
+    local R = enter()
+    local handle, detail, level = parse_native_at(at, len, opts, "decode", R, cfg,
+                                                  lazy_option ~= false)
+    if not handle then
+        leave(R)
+        return nil, detail, level
+    elseif lazy_option == false then
+        return tape_tables(handle, R, cfg.mark_arrays and array_mt or nil)
+    end
+    -- The proxies' text: the copy (see [SRC] in lua/qjson/lazy.lua).
+    local text = ffi_new(TEXT)
+    text.str, text.len = R.value.str, len
+    leave(R)
+    return lazy.root(handle, text, detail)
 end
 
 -- The decoder options qjson keeps to RFC 8259 for, on purpose: a cjson
