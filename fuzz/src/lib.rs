@@ -7,7 +7,8 @@
 //!   boundary) or a code the header does not list for it;
 //! * every pointer handed out is readable for its whole length (the
 //!   AddressSanitizer build of `cargo fuzz` checks the reads);
-//! * source spans (`qjson_raw`, key offsets) lie inside the text.
+//! * source spans (`qjson_raw`, key offsets) lie inside the text (or the
+//!   copy of it the document made).
 //!
 //! The targets then check how the answers agree with each other.
 
@@ -17,8 +18,9 @@ use qjson::document::small;
 use qjson::error::ErrorCode;
 use qjson::ffi::{
     qjson_doc, qjson_find, qjson_free, qjson_get, qjson_get_i64, qjson_get_index, qjson_get_key,
-    qjson_len, qjson_member, qjson_members, qjson_options, qjson_parse, qjson_parse_small,
-    qjson_raw, qjson_reader, qjson_reader_free, qjson_reader_new, qjson_tape, qjson_value,
+    qjson_len, qjson_member, qjson_members, qjson_options, qjson_parse, qjson_parse_copy,
+    qjson_parse_small, qjson_raw, qjson_reader, qjson_reader_free, qjson_reader_new, qjson_tape,
+    qjson_value,
 };
 use qjson::navigate::ValueType;
 use qjson::navigate::tape::Item;
@@ -122,6 +124,9 @@ impl Drop for Reader {
 pub struct Doc<'a> {
     ptr: *mut qjson_doc,
     text: &'a [u8],
+    /// Where the bytes the document reads start: the text, or the copy
+    /// `qjson_parse_copy` made of it.
+    source: *const u8,
     reader: Reader,
     /// What names a small document (`qjson_parse_small`), which `ptr`
     /// points just past; kept where it is while the document is used.
@@ -179,9 +184,12 @@ impl<'a> Doc<'a> {
         };
         let reader = Reader::new();
         // Small texts of odd length take the path of small documents, as
-        // qjson.decode does, so that both are fuzzed.
+        // qjson.decode does, and texts of a length 2 mod 4 are copied into
+        // their documents, as qjson.decode_body's are, so that every path
+        // is fuzzed.
         let mut block = (text.len() <= small::MAX_BYTES && !text.len().is_multiple_of(2))
             .then(|| Box::new(small::Block::default()));
+        let copy = text.len() % 4 == 2;
         // SAFETY: text outlives the Doc (its lifetime), and the block stays
         // in its Box as long; opts is a live local and reader a live
         // reader.
@@ -194,13 +202,27 @@ impl<'a> Doc<'a> {
                     &mut **block,
                     reader.0,
                 ),
+                None if copy => {
+                    qjson_parse_copy(text.as_ptr().cast(), text.len(), &opts, reader.0)
+                }
                 None => qjson_parse(text.as_ptr().cast(), text.len(), &opts, reader.0),
             }
         };
         if !ptr.is_null() {
+            let source = if copy {
+                let out = reader.get().value;
+                assert_eq!(out.len, text.len(), "the copy's length");
+                // SAFETY: the copy is the document's, readable for its
+                // length while the document lives.
+                assert!(unsafe { copy_out(out.str_.cast(), out.len) } == text, "the copy's bytes");
+                out.str_.cast()
+            } else {
+                text.as_ptr()
+            };
             return Ok(Doc {
                 ptr,
                 text,
+                source,
                 reader,
                 block,
                 calls: 0,
@@ -298,7 +320,7 @@ impl<'a> Doc<'a> {
     /// and `i64_` its start offset.
     pub fn raw(&mut self, cursor: u32, path: &[u8]) -> Result<Value, i32> {
         let out = self.call(qjson_raw, cursor, path)?;
-        let start = (out.str_ as usize).wrapping_sub(self.text.as_ptr() as usize);
+        let start = (out.str_ as usize).wrapping_sub(self.source as usize);
         assert!(
             out.len > 0 && start <= self.text.len() && out.len <= self.text.len() - start,
             "raw span {start}+{} outside the {}-byte text",
