@@ -10,6 +10,7 @@
 -- same reads is counted exactly by src/navigate/lookup.rs's tests; SSE
 -- chunked a byte at a time is spec/sse_spec.lua's.)
 
+local ffi = require("ffi")
 local qjson = require("qjson")
 
 local assert_linear = require("helper").assert_linear
@@ -31,6 +32,11 @@ local function object(n)
         t[i] = '"k' .. i .. '":' .. i
     end
     return "{" .. concat(t, ",") .. "}"
+end
+
+-- object(n) after 16n bytes of whitespace.
+local function spaced_object(n)
+    return (" \n"):rep(8 * n) .. object(n)
 end
 
 local PATTERNS = {
@@ -67,6 +73,18 @@ local PATTERNS = {
     end },
     { "proxy reads by key: t[k..i]", object, 500, function(s, n)
         local t = qjson.decode(s)
+        for i = 1, n do assert(t["k" .. i] == i) end
+    end },
+    -- The root's kind is not found past the whitespace at each read.
+    { "proxy reads by key after as much whitespace: t[k..i]", spaced_object, 500,
+      function(s, n)
+        local t = qjson.decode(s)
+        for i = 1, n do assert(t["k" .. i] == i) end
+    end },
+    { "the same, the text given as a pointer (copied)", spaced_object, 500, function(s, n)
+        local buf = ffi.new("char[?]", #s)
+        ffi.copy(buf, s, #s)
+        local t = qjson.decode(buf, #s)
         for i = 1, n do assert(t["k" .. i] == i) end
     end },
     { "getters by key: get_i64(k..i)", object, 500, function(s, n)

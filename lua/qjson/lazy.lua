@@ -42,7 +42,8 @@
 -- see, with or without it), and the root proxy's code is found from the
 -- text's first byte (`root_code`) rather than kept: as a ninth array slot
 -- it made LuaJIT 2.1-20230119 abort the trace of a loop that decodes and
--- reads ("persistent type instability"). A state's registry is what
+-- reads ("persistent type instability"); only a text that starts with
+-- whitespace has it kept, in a weak table beside the states (`SPACED`). A state's registry is what
 -- makes a container read twice the same table
 -- (`t.messages == t.messages`). No JSON key can collide with internal
 -- fields, and `next`, `rawget` or iteration see nothing but data. State
@@ -317,15 +318,28 @@ local function byte_from(base, i, step)
     return b, i
 end
 
+-- The first byte of the text src (a state's [SRC]).
+local function lead_byte(src)
+    local b
+    if type(src) == "string" then
+        -- Not a tail call: a root trace may not leave through a builtin.
+        b = str_byte(src, 1)
+    else
+        b = src.str[0]
+    end
+    return b
+end
+
 -- The byte that starts the value of the valid JSON text src (a state's
 -- [SRC]): its first that is not whitespace.
 local function first_byte(src)
-    if type(src) ~= "string" then
-        return (byte_from(src.str, 1, 1))
-    end
-    local b = str_byte(src, 1)
+    local b = lead_byte(src)
     if b == SPACE or b == TAB or b == LF or b == CR then
-        b = str_byte(src, (str_find(src, "[^ \t\n\r]")))
+        if type(src) == "string" then
+            b = str_byte(src, (str_find(src, "[^ \t\n\r]")))
+        else
+            b = byte_from(src.str, 1, 1)
+        end
     end
     return b
 end
@@ -348,11 +362,24 @@ end
 _M.last_byte = last_byte
 _M.OPEN_OBJECT = OPEN_OBJECT
 
--- The root proxy's code for the text src: 0 for an object, -1 for an
--- array (kept nowhere: a field of its own made each state larger, see the
--- top of the file).
-local function root_code(src)
-    return first_byte(src) == OPEN_ARRAY and -1 or 0
+-- The root proxies' codes of the states whose text starts with
+-- whitespace, set by `_M.root`, which finds the root's first byte once.
+-- Found again past the whitespace at every read of the root proxy, a loop
+-- over n keys of a root after n bytes of whitespace was quadratic (4x the
+-- size took 16x the time). Weak: a state goes with its document.
+local SPACED = setmetatable({}, { __mode = "k" })
+
+-- The root proxy's code of state st: 0 for an object, -1 for an array
+-- (kept in the state only for a text that starts with whitespace: a field
+-- of its own made each state larger, see the top of the file).
+local function root_code(st)
+    local b = lead_byte(st[SRC])
+    if b == OPEN_OBJECT then
+        return 0
+    elseif b == OPEN_ARRAY then
+        return -1
+    end
+    return SPACED[st]
 end
 
 -- Whether `code` is a root proxy's (a child's code holds its depth).
@@ -373,7 +400,7 @@ local function code_of(st, proxy)
         code = reg[2] == proxy and reg[1] or reg[4] == proxy and reg[3]
                or reg[6] == proxy and reg[5] or nil
     end
-    return code or root_code(st[SRC])
+    return code or root_code(st)
 end
 
 -- The Lua value for the qjson_value `cell` a read of st's document just
@@ -1078,6 +1105,9 @@ function _M.root(ptr, text, bytes, block)
     else
         st = { address, text, false, false, false, false, 0, false, block,
                __index = proxy_index, __newindex = proxy_newindex }
+    end
+    if b ~= lead_byte(text) then
+        SPACED[st] = t == T_ARRAY and -1 or 0
     end
     local root = setmetatable({}, st)
     track(st, address, bytes, block)
