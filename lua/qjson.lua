@@ -519,17 +519,29 @@ function instance(cfg, enc)
         M[name] = enc[name]
     end
 
+    -- What qjson.parse (and qjson.safe's, `safe` set) and qjson.decode do
+    -- with a string and its options, or a pointer cdata, its length and
+    -- the options: the document or value, or nil, the message and its
+    -- level.
+    local function parse_any(text, opts, more, safe)
+        if type(text) == "cdata" then
+            return parse_pointer(cfg, text, opts, more, safe)
+        end
+        return parse(cfg, text, opts, safe)
+    end
+    local function decode_any(text, opts, more)
+        if type(text) == "cdata" then
+            return decode_pointer(cfg, text, opts, more)
+        end
+        return decode(cfg, text, opts)
+    end
+
     -- qjson.parse(text [, options]): a validated document. Raises on
     -- invalid JSON ("qjson: invalid number at byte 17") and on bad
     -- arguments. qjson.parse(ptr, len [, options]): the same of the `len`
     -- bytes at a pointer cdata, copied (see `parse_pointer`).
     function M.parse(text, opts, more)
-        local d, err, level
-        if type(text) == "cdata" then
-            d, err, level = parse_pointer(cfg, text, opts, more, false)
-        else
-            d, err, level = parse(cfg, text, opts, false)
-        end
+        local d, err, level = parse_any(text, opts, more, false)
         if not d then
             error(err, level)
         end
@@ -540,12 +552,7 @@ function instance(cfg, enc)
     -- arrays are proxies read on demand. Raises like qjson.parse.
     -- qjson.decode(ptr, len [, options]) as qjson.parse(ptr, len).
     function M.decode(text, opts, more)
-        local v, err, level
-        if type(text) == "cdata" then
-            v, err, level = decode_pointer(cfg, text, opts, more)
-        else
-            v, err, level = decode(cfg, text, opts)
-        end
+        local v, err, level = decode_any(text, opts, more)
         if v == nil then
             error(err, level)
         end
@@ -569,15 +576,7 @@ function instance(cfg, enc)
     function M._parse(text, opts, safe, fname, from, len)
         return parse(cfg, text, opts, safe, fname, from, len)
     end
-    function M._decode(text, opts)
-        return decode(cfg, text, opts)
-    end
-    function M._parse_pointer(ptr, len, opts)
-        return parse_pointer(cfg, ptr, len, opts, true)
-    end
-    function M._decode_pointer(ptr, len, opts)
-        return decode_pointer(cfg, ptr, len, opts)
-    end
+    M._parse_any, M._decode = parse_any, decode_any
 
     -- Plain tables, with this instance's decode_array_with_array_mt.
     function M.materialize(v)

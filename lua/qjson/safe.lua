@@ -7,7 +7,6 @@ local body = require("qjson.body")
 
 local ipairs = ipairs
 local pcall = pcall
-local type = type
 
 -- pcall's results as a safe function returns them: the call's results,
 -- or nil and the error.
@@ -33,8 +32,7 @@ local SHARED = { "_VERSION", "null", "kernel", "materialize", "len", "pairs", "i
 -- The safe facade of the qjson module table `q` (the module, or one
 -- made by qjson.new(), whose options it then shares).
 local function wrap(q)
-    local parse, decode, encode, encode_pieces = q._parse, q._decode, q.encode, q.encode_pieces
-    local parse_pointer, decode_pointer = q._parse_pointer, q._decode_pointer
+    local parse, decode, encode, encode_pieces = q._parse_any, q._decode, q.encode, q.encode_pieces
     local M = { _NAME = "qjson.safe" }
     for _, name in ipairs(SHARED) do
         M[name] = q[name]
@@ -44,22 +42,12 @@ local function wrap(q)
     end
 
     function M.parse(text, opts, more)
-        local d, err
-        if type(text) == "cdata" then
-            d, err = parse_pointer(text, opts, more)
-        else
-            d, err = parse(text, opts, true)
-        end
+        local d, err = parse(text, opts, more, true)
         return d, err
     end
 
     function M.decode(text, opts, more)
-        local v, err
-        if type(text) == "cdata" then
-            v, err = decode_pointer(text, opts, more)
-        else
-            v, err = decode(text, opts)
-        end
+        local v, err = decode(text, opts, more)
         if v == nil then
             return nil, err
         end
