@@ -88,6 +88,7 @@ impl<'a> Document<'a> {
     /// Replaces the document with `src`, reusing all memory. On error the
     /// document is left empty.
     pub fn load(&mut self, src: &'a [u8], opts: &Options) -> Result<()> {
+        self.unload();
         with_scratch(|scratch| self.load_by(src, opts, scratch, scan::scan))
     }
 
@@ -101,6 +102,7 @@ impl<'a> Document<'a> {
         opts: &Options,
         scratch: &mut validate::Scratch,
     ) -> Result<()> {
+        self.unload();
         self.load_by(src, opts, scratch, scan::scan)
     }
 
@@ -109,6 +111,7 @@ impl<'a> Document<'a> {
     /// lets a benchmark or test time or check the full parse of every
     /// kernel in one process, where `QJSON_KERNEL` is read only once.
     pub fn load_with(&mut self, kernel: scan::Kernel, src: &'a [u8], opts: &Options) -> Result<()> {
+        self.unload();
         with_scratch(|scratch| {
             self.load_by(src, opts, scratch, |src, index| {
                 scan::scan_with(kernel, src, index)
@@ -118,22 +121,11 @@ impl<'a> Document<'a> {
 
     /// [`Document::load`] with `stage1` as stage 1, which must be one of
     /// stage 1's kernels (`scan::scan` or `scan::scan_with`):
-    /// validation reads the index it fills without bounds checks.
+    /// validation reads the index it fills without bounds checks. The
+    /// caller has emptied the document ([`Document::unload`]), as
+    /// [`Document::load_copy`] must before it copies the text.
     #[inline(always)]
     fn load_by(
-        &mut self,
-        src: &'a [u8],
-        opts: &Options,
-        scratch: &mut validate::Scratch,
-        stage1: impl FnOnce(&[u8], &mut Index) -> Result<()>,
-    ) -> Result<()> {
-        self.unload();
-        self.load_unloaded(src, opts, scratch, stage1)
-    }
-
-    /// [`Document::load_by`] after [`Document::unload`].
-    #[inline(always)]
-    fn load_unloaded(
         &mut self,
         src: &'a [u8],
         opts: &Options,
@@ -502,7 +494,7 @@ impl Document<'static> {
         // "as long as `src` is this copy".)
         let src: &'static [u8] =
             unsafe { core::slice::from_raw_parts(self.copy.as_ptr(), self.copy.len()) };
-        let loaded = with_scratch(|scratch| self.load_unloaded(src, opts, scratch, scan::scan));
+        let loaded = with_scratch(|scratch| self.load_by(src, opts, scratch, scan::scan));
         if loaded.is_err() {
             self.copy.clear();
         }

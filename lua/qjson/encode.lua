@@ -844,11 +844,12 @@ end
 -- unchanged one whose text is no Lua string (see `lua_encode`).
 local function put_top(v)
     local st, code = proxy_info(v)
+    local changed = st and has_changes(st)
     if st and (code == 0 or code == -1) and not config.indent
-       and (has_changes(st) or type(st[SRC]) ~= "string") then
+       and (changed or type(st[SRC]) ~= "string") then
         enter_table(1)
         local src = st[SRC]
-        local rec = has_changes(st) and one_key_record(st)
+        local rec = changed and one_key_record(st)
         if rec then
             put_one_key(st, src, rec)
             return
