@@ -1097,8 +1097,9 @@ local function machine()
     local cpuinfo = read_file("/proc/cpuinfo") or ""
     local flags = {}
     local cpu_flags = " " .. (cpuinfo:match("\nflags%s*:%s*([^\n]*)") or "") .. " "
-    local used = { "avx2", "pclmulqdq", "popcnt", "bmi1", "avx512f", "avx512bw", "avx512vbmi",
-                   "avx512_vbmi2" }
+    -- (/proc/cpuinfo calls LZCNT "abm".)
+    local used = { "avx2", "pclmulqdq", "popcnt", "bmi1", "bmi2", "abm", "avx512f", "avx512bw",
+                   "avx512vbmi", "avx512_vbmi2" }
     for _, flag in ipairs(used) do
         if cpu_flags:find(" " .. flag .. " ", 1, true) then
             flags[#flags + 1] = flag

@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use qjson::document::Document;
 use qjson::index::Index;
 use qjson::scan;
-use qjson::validate::{self, DuplicateKeys, Options};
+use qjson::validate::{self, DuplicateKeys, Isa, Options};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -49,13 +49,15 @@ fn main() -> ExitCode {
             scan::scan(&bytes, &mut index).and_then(|()| {
                 (0..passes).try_for_each(|_| {
                     // SAFETY: `index` is stage 1's output for `bytes`, as
-                    // in `Document::load` (whose call this is).
+                    // in `Document::load` (whose call this is, in the
+                    // build it runs).
                     unsafe {
                         validate::validate_unchecked(
                             black_box(&bytes),
                             &mut index,
                             &opts,
                             &mut scratch,
+                            Isa::active(),
                         )
                     }
                 })

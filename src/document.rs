@@ -25,7 +25,7 @@ use crate::navigate::lookup::Lookup;
 use crate::navigate::path::{Path, Step, is_index_token, parse_index, unescape_token};
 use crate::navigate::{Tree, ValueType, spans, tape};
 use crate::scan;
-use crate::validate::{self, DuplicateKeys, Options};
+use crate::validate::{self, DuplicateKeys, Isa, Options};
 use crate::values::{number, string};
 
 /// A validated JSON text and the memory to read it.
@@ -89,7 +89,7 @@ impl<'a> Document<'a> {
     /// document is left empty.
     pub fn load(&mut self, src: &'a [u8], opts: &Options) -> Result<()> {
         self.unload();
-        with_scratch(|scratch| self.load_by(src, opts, scratch, scan::scan))
+        with_scratch(|scratch| self.load_by(src, opts, scratch, scan::scan, Isa::active()))
     }
 
     /// [`Document::load`] with `scratch` as validation's working memory
@@ -103,27 +103,34 @@ impl<'a> Document<'a> {
         scratch: &mut validate::Scratch,
     ) -> Result<()> {
         self.unload();
-        self.load_by(src, opts, scratch, scan::scan)
+        self.load_by(src, opts, scratch, scan::scan, Isa::active())
     }
 
     /// [`Document::load`] with stage 1 run by `kernel` rather than the
-    /// active one ([`ErrorCode::BadKernel`] if this CPU cannot run it):
-    /// lets a benchmark or test time or check the full parse of every
-    /// kernel in one process, where `QJSON_KERNEL` is read only once.
+    /// active one ([`ErrorCode::BadKernel`] if this CPU cannot run it),
+    /// and stage 2 by the build beside it ([`Isa::beside`]): lets a
+    /// benchmark or test time or check the full parse of every kernel in
+    /// one process, where `QJSON_KERNEL` is read only once.
     pub fn load_with(&mut self, kernel: scan::Kernel, src: &'a [u8], opts: &Options) -> Result<()> {
         self.unload();
         with_scratch(|scratch| {
-            self.load_by(src, opts, scratch, |src, index| {
-                scan::scan_with(kernel, src, index)
-            })
+            self.load_by(
+                src,
+                opts,
+                scratch,
+                |src, index| scan::scan_with(kernel, src, index),
+                Isa::beside(kernel),
+            )
         })
     }
 
     /// [`Document::load`] with `stage1` as stage 1, which must be one of
     /// stage 1's kernels (`scan::scan` or `scan::scan_with`):
-    /// validation reads the index it fills without bounds checks. The
-    /// caller has emptied the document ([`Document::unload`]), as
-    /// [`Document::load_copy`] must before it copies the text.
+    /// validation reads the index it fills without bounds checks, in the
+    /// build `isa`, which must be the one beside a kernel or the
+    /// baseline. The caller has emptied the document
+    /// ([`Document::unload`]), as [`Document::load_copy`] must before it
+    /// copies the text.
     #[inline(always)]
     fn load_by(
         &mut self,
@@ -131,13 +138,14 @@ impl<'a> Document<'a> {
         opts: &Options,
         scratch: &mut validate::Scratch,
         stage1: impl FnOnce(&[u8], &mut Index) -> Result<()>,
+        isa: Isa,
     ) -> Result<()> {
         let held = self.load_bytes();
         let parsed = stage1(src, &mut self.index).and_then(|()| {
             // SAFETY: `stage1` is stage 1 (see above), so the index is its
             // output for `src`: offsets of bytes of `src`, each string's
-            // quotes consecutive entries.
-            unsafe { validate::validate_unchecked(src, &mut self.index, opts, scratch) }
+            // quotes consecutive entries; `isa` is one this CPU runs.
+            unsafe { validate::validate_unchecked(src, &mut self.index, opts, scratch, isa) }
         });
         self.grown = self.load_bytes().saturating_sub(held);
         // A load grows only the index.
@@ -494,7 +502,8 @@ impl Document<'static> {
         // "as long as `src` is this copy".)
         let src: &'static [u8] =
             unsafe { core::slice::from_raw_parts(self.copy.as_ptr(), self.copy.len()) };
-        let loaded = with_scratch(|scratch| self.load_by(src, opts, scratch, scan::scan));
+        let loaded =
+            with_scratch(|scratch| self.load_by(src, opts, scratch, scan::scan, Isa::active()));
         if loaded.is_err() {
             self.copy.clear();
         }

@@ -1,6 +1,6 @@
 //! Every stage-1 kernel this CPU runs gives the same verdict (error code
 //! and byte offset) and the same index as the portable one, through
-//! stage 1 and validation: on JSONTestSuite, every truncation of its
+//! stage 1 and validation (in the build of stage 2 each kernel runs with): on JSONTestSuite, every truncation of its
 //! files, and the corpus with bytes broken at many offsets. So does a
 //! document parsing its own copy of the text (`Document::load_copy`,
 //! what `qjson.decode_body` runs) against one parsing the text in place.
@@ -13,21 +13,18 @@ use std::path::PathBuf;
 use qjson::document::Document;
 use qjson::error::Error;
 use qjson::index::Index;
-use qjson::scan::{Kernel, scan_with, supported_kernels};
-use qjson::validate::{self, Options, Scratch};
+use qjson::scan::{Kernel, supported_kernels};
+use qjson::validate::Options;
 
 type Verdict = Result<(Vec<u32>, Vec<u32>, Vec<u32>), Error>;
 
+/// The full parse with `kernel`, and stage 2 in the build beside it
+/// (`Isa::beside`: x86-64-v3 beside the x86 SIMD kernels, the baseline
+/// beside the portable one).
 fn parse(kernel: Kernel, text: &[u8]) -> Verdict {
-    let mut index = Index::default();
-    scan_with(kernel, text, &mut index)?;
-    validate::validate(
-        text,
-        &mut index,
-        &Options::default(),
-        &mut Scratch::default(),
-    )?;
-    Ok((index.positions, index.escapes, index.links))
+    let mut doc = Document::new();
+    doc.load_with(kernel, text, &Options::default())?;
+    Ok(entries(doc.index()))
 }
 
 fn same_on_every_kernel(text: &[u8], what: &str) {

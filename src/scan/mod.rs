@@ -102,6 +102,22 @@ impl Kernel {
         }
     }
 
+    /// Whether a parse with this kernel runs stage 2 compiled for
+    /// x86-64-v3 (`validate::Isa`): with the x86 SIMD kernels, on a CPU
+    /// that also has what that build uses beyond their own requirements
+    /// (BMI2 and LZCNT: every CPU with AVX2 has them, but a virtual
+    /// machine may hide them). Stage 2 follows the kernel so that
+    /// `QJSON_KERNEL=scalar` runs portable code throughout and a test that
+    /// runs every kernel runs each build of it.
+    #[inline]
+    pub fn runs_x86_v3(self) -> bool {
+        match self {
+            #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+            Kernel::Avx2 | Kernel::Avx512 => cpu_has_x86_v3(),
+            _ => false,
+        }
+    }
+
     /// The kernel numbered `v` (its discriminant), if any: one range
     /// check, as every parse asks it of the cached choice.
     #[inline(always)]
@@ -159,6 +175,30 @@ fn decide_for(forced: Option<&str>) -> Option<Kernel> {
     match forced {
         Some(name) if !name.is_empty() => Kernel::from_name(name).filter(|k| k.is_supported()),
         _ => Kernel::ALL.into_iter().rev().find(|k| k.is_supported()),
+    }
+}
+
+/// [`cpu_has_x86_v3`]'s answer: 0 until asked, then 1 (no) or 2 (yes).
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+static X86_V3: AtomicU8 = AtomicU8::new(0);
+
+/// Whether the CPU has every extension stage 2's x86-64-v3 build is
+/// compiled with (AVX2, BMI1, BMI2, LZCNT, POPCNT): asked once, then
+/// cached, as every parse asks.
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+#[inline]
+fn cpu_has_x86_v3() -> bool {
+    match X86_V3.load(Ordering::Relaxed) {
+        0 => {
+            let yes = std::is_x86_feature_detected!("avx2")
+                && std::is_x86_feature_detected!("bmi1")
+                && std::is_x86_feature_detected!("bmi2")
+                && std::is_x86_feature_detected!("lzcnt")
+                && std::is_x86_feature_detected!("popcnt");
+            X86_V3.store(1 + u8::from(yes), Ordering::Relaxed);
+            yes
+        }
+        v => v == 2,
     }
 }
 

@@ -4,9 +4,10 @@ use super::*;
 use crate::scan;
 use crate::testing::{Rng, mutate, naive_is_valid, naive_scan, naive_stage2, random_json};
 
-/// Stage 1 then stage 2, both ways: [`validate`] (every entry read with a
+/// Stage 1 then stage 2, every way: [`validate`] (every entry read with a
 /// bounds check) and [`validate_unchecked`] (without, when the text ends
-/// with a bracket), which must agree on the verdict and the links.
+/// with a bracket) in each build this CPU runs ([`Isa`]), which must agree
+/// on the verdict and the links.
 ///
 /// The first validation starts from no links (all zeroed as they are
 /// made); the others from links poisoned, as a pooled document's hold a
@@ -19,21 +20,59 @@ fn check(text: &[u8], opts: &Options) -> Result<Index> {
     let poisoned = vec![u32::MAX; index.positions.len() + 7];
     index.links = poisoned.clone();
     let checked_again = validate(text, &mut index, opts, &mut Scratch::default());
-    let links_again = std::mem::replace(&mut index.links, poisoned);
-    // SAFETY: `index` is stage 1's output for `text`.
-    let unchecked = unsafe { validate_unchecked(text, &mut index, opts, &mut Scratch::default()) };
+    let links_again = std::mem::replace(&mut index.links, poisoned.clone());
     assert_eq!(
         checked,
         checked_again,
         "{:?}",
         String::from_utf8_lossy(text)
     );
-    assert_eq!(checked, unchecked, "{:?}", String::from_utf8_lossy(text));
     if checked.is_ok() {
         assert_eq!(links, links_again, "{:?}", String::from_utf8_lossy(text));
-        assert_eq!(links, index.links, "{:?}", String::from_utf8_lossy(text));
+    }
+    for isa in builds() {
+        index.links.clone_from(&poisoned);
+        // SAFETY: `index` is stage 1's output for `text`; `builds` gives
+        // the builds this CPU runs.
+        let unchecked =
+            unsafe { validate_unchecked(text, &mut index, opts, &mut Scratch::default(), isa) };
+        assert_eq!(
+            checked,
+            unchecked,
+            "{isa:?} on {:?}",
+            String::from_utf8_lossy(text)
+        );
+        if checked.is_ok() {
+            assert_eq!(
+                links,
+                index.links,
+                "{isa:?} on {:?}",
+                String::from_utf8_lossy(text)
+            );
+        }
     }
     checked.map(|()| index)
+}
+
+/// The builds of the walk this CPU runs, the baseline first.
+fn builds() -> impl Iterator<Item = Isa> {
+    let every = [
+        Isa::Baseline,
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        Isa::X86V3,
+    ];
+    every.into_iter().filter(|isa| isa.is_supported())
+}
+
+#[test]
+fn every_build_this_cpu_runs_is_tested() {
+    let names: Vec<_> = builds().collect();
+    println!("stage 2 builds tested here: {names:?}");
+    assert_eq!(names[0], Isa::Baseline);
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("bmi2") {
+        assert!(names.contains(&Isa::X86V3));
+    }
 }
 
 fn error_of(text: &str) -> (ErrorCode, usize) {
