@@ -86,8 +86,8 @@ impl Default for Options {
 pub enum Isa {
     /// The target's baseline, what the library is compiled for.
     Baseline,
-    /// x86-64-v3: AVX2, BMI1, BMI2, LZCNT and POPCNT. Only made by
-    /// [`Isa::beside`], for a CPU that has them.
+    /// x86-64-v3: AVX2, BMI1, BMI2, LZCNT and POPCNT. Run only where
+    /// [`Isa::beside`] gives it, on a CPU that has them.
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
     X86V3,
 }
