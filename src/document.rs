@@ -89,7 +89,9 @@ impl<'a> Document<'a> {
     /// document is left empty.
     pub fn load(&mut self, src: &'a [u8], opts: &Options) -> Result<()> {
         self.unload();
-        with_scratch(|scratch| self.load_by(src, opts, scratch, scan::scan, Isa::active()))
+        let kernel = scan::active_kernel()?;
+        // SAFETY: the active kernel is one this CPU runs.
+        with_scratch(|scratch| unsafe { self.load_by(src, opts, scratch, kernel) })
     }
 
     /// [`Document::load`] with `scratch` as validation's working memory
@@ -103,7 +105,9 @@ impl<'a> Document<'a> {
         scratch: &mut validate::Scratch,
     ) -> Result<()> {
         self.unload();
-        self.load_by(src, opts, scratch, scan::scan, Isa::active())
+        let kernel = scan::active_kernel()?;
+        // SAFETY: the active kernel is one this CPU runs.
+        unsafe { self.load_by(src, opts, scratch, kernel) }
     }
 
     /// [`Document::load`] with stage 1 run by `kernel` rather than the
@@ -113,39 +117,44 @@ impl<'a> Document<'a> {
     /// one process, where `QJSON_KERNEL` is read only once.
     pub fn load_with(&mut self, kernel: scan::Kernel, src: &'a [u8], opts: &Options) -> Result<()> {
         self.unload();
-        with_scratch(|scratch| {
-            self.load_by(
-                src,
-                opts,
-                scratch,
-                |src, index| scan::scan_with(kernel, src, index),
-                Isa::beside(kernel),
-            )
-        })
+        if !kernel.is_supported() {
+            return Err(Error::new(ErrorCode::BadKernel, 0));
+        }
+        // SAFETY: just checked.
+        with_scratch(|scratch| unsafe { self.load_by(src, opts, scratch, kernel) })
     }
 
-    /// [`Document::load`] with `stage1` as stage 1, which must be one of
-    /// stage 1's kernels (`scan::scan` or `scan::scan_with`):
-    /// validation reads the index it fills without bounds checks, in the
-    /// build `isa`, which must be the one beside a kernel or the
-    /// baseline. The caller has emptied the document
-    /// ([`Document::unload`]), as [`Document::load_copy`] must before it
-    /// copies the text.
+    /// [`Document::load`] by `kernel`: stage 1 with it, then validation,
+    /// which reads the index stage 1 filled without bounds checks, in the
+    /// build beside the kernel ([`Isa::beside`]). The caller has emptied
+    /// the document ([`Document::unload`]), as [`Document::load_copy`]
+    /// must before it copies the text.
+    ///
+    /// # Safety
+    /// The CPU supports `kernel` ([`scan::Kernel::is_supported`]).
     #[inline(always)]
-    fn load_by(
+    unsafe fn load_by(
         &mut self,
         src: &'a [u8],
         opts: &Options,
         scratch: &mut validate::Scratch,
-        stage1: impl FnOnce(&[u8], &mut Index) -> Result<()>,
-        isa: Isa,
+        kernel: scan::Kernel,
     ) -> Result<()> {
         let held = self.load_bytes();
-        let parsed = stage1(src, &mut self.index).and_then(|()| {
-            // SAFETY: `stage1` is stage 1 (see above), so the index is its
-            // output for `src`: offsets of bytes of `src`, each string's
-            // quotes consecutive entries; `isa` is one this CPU runs.
-            unsafe { validate::validate_unchecked(src, &mut self.index, opts, scratch, isa) }
+        // SAFETY: the caller vouches for the kernel.
+        let parsed = unsafe { scan::stage1(kernel, src, &mut self.index) }.and_then(|()| {
+            // SAFETY: the index is stage 1's output for `src`: offsets of
+            // bytes of `src`, each string's quotes consecutive entries;
+            // the build beside a kernel this CPU runs is one it runs.
+            unsafe {
+                validate::validate_unchecked(
+                    src,
+                    &mut self.index,
+                    opts,
+                    scratch,
+                    Isa::beside(kernel),
+                )
+            }
         });
         self.grown = self.load_bytes().saturating_sub(held);
         // A load grows only the index.
@@ -492,6 +501,7 @@ impl Document<'static> {
     /// 128 KB or more, whose page faults cost more than the parse.
     pub fn load_copy(&mut self, text: &[u8], opts: &Options) -> Result<()> {
         self.unload();
+        let kernel = scan::active_kernel()?;
         let capacity = self.copy.capacity();
         self.copy.extend_from_slice(text);
         let grown = self.copy.capacity() - capacity;
@@ -502,8 +512,8 @@ impl Document<'static> {
         // "as long as `src` is this copy".)
         let src: &'static [u8] =
             unsafe { core::slice::from_raw_parts(self.copy.as_ptr(), self.copy.len()) };
-        let loaded =
-            with_scratch(|scratch| self.load_by(src, opts, scratch, scan::scan, Isa::active()));
+        // SAFETY: the active kernel is one this CPU runs.
+        let loaded = with_scratch(|scratch| unsafe { self.load_by(src, opts, scratch, kernel) });
         if loaded.is_err() {
             self.copy.clear();
         }

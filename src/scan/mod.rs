@@ -224,11 +224,12 @@ pub fn scan_with(kernel: Kernel, input: &[u8], index: &mut Index) -> Result<()> 
     unsafe { stage1(kernel, input, index) }
 }
 
-/// Runs stage 1 with `kernel`.
+/// Runs stage 1 with `kernel`: for a caller that has the kernel at hand
+/// (`Document`'s loads, which run stage 2 in the build beside it).
 ///
 /// # Safety
 /// The CPU supports `kernel` ([`Kernel::is_supported`]).
-unsafe fn stage1(kernel: Kernel, input: &[u8], index: &mut Index) -> Result<()> {
+pub(crate) unsafe fn stage1(kernel: Kernel, input: &[u8], index: &mut Index) -> Result<()> {
     if input.len() >= MAX_INPUT {
         return Err(Error::new(ErrorCode::TooLarge, input.len()));
     }
