@@ -110,12 +110,6 @@ impl Isa {
     pub fn active() -> Isa {
         scan::active_kernel().map_or(Isa::Baseline, Isa::beside)
     }
-
-    /// Whether this CPU can run the build: the baseline always, x86-64-v3
-    /// where a kernel runs it.
-    pub fn is_supported(self) -> bool {
-        self == Isa::Baseline || scan::supported_kernels().any(|k| Isa::beside(k) == self)
-    }
 }
 
 /// An open container during the walk.
