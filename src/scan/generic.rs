@@ -122,10 +122,10 @@ pub(crate) trait Simd: Copy {
     /// A fresh UTF-8 checker.
     fn utf8(self) -> Self::Utf8;
 
-    /// Whether the scan writes each block's offsets as soon as it has
-    /// classified the block, rather than after a run of blocks (see
+    /// Whether the scan writes each block's offsets as it goes, while
+    /// classifying the next block, rather than after a run of blocks (see
     /// [`scan`]): for a kernel whose writer is a few instructions, so
-    /// that its stores overlap the classifying of the next blocks.
+    /// that its stores overlap the classifying of the next block.
     const WRITES_AS_IT_SCANS: bool = false;
 
     /// How many slots past its offsets [`Simd::write_offsets`] may write:
@@ -538,7 +538,14 @@ unsafe fn string_run<S: Simd>(simd: S, input: &[u8]) -> (usize, bool) {
 ///   classifying of the next blocks, where after the run they came
 ///   back to back: stage 1 11-17% faster on the corpus (`cargo bench
 ///   --bench core` at 5366357 and 3393bfa, the UTF-8 state kept in
-///   vectors as well, see `avx512.rs`). This needs room for 64 offsets
+///   vectors as well, see `avx512.rs`). Each block's offsets are written
+///   one block late, while the next block is classified, as simdjson
+///   does: written at once they waited at the end of the block's own
+///   chain (its in-string mask), and on the AMD EPYC of the Zen 5
+///   generation stage 1 ran 0.85-0.87x simdjson's `icelake` on
+///   citm_catalog and canada where one block late runs 0.89-0.91x
+///   (twitter 0.91-0.92x either way; `cargo bench --bench core`, two
+///   runs each at d26b545 and after). This needs room for 64 offsets
 ///   per block of the run before it starts: made for inputs of more than
 ///   one run, where it is at most 16 KB past the entries; a smaller
 ///   input is written this way only into room it already has (a pooled
@@ -579,7 +586,8 @@ unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> Result<()> 
             // CPU.
             let n_escapes =
                 unsafe { scanner.run(run_end, &mut sink, &mut escapes) }.map_err(control)?;
-            sink.finish(positions);
+            // SAFETY: the caller vouches for the CPU.
+            unsafe { sink.finish(simd, positions) };
             n_escapes
         } else {
             let mut sink = Keep::new(&mut found);
@@ -629,11 +637,14 @@ trait Sink<S: Simd> {
     unsafe fn take(&mut self, simd: S, base: u32, bits: u64);
 }
 
-/// A [`Sink`] that writes each block's offsets at once, into room made
-/// before the run.
+/// A [`Sink`] that writes each block's offsets as the next block is
+/// taken (see [`scan`]), into room made before the run.
 struct WriteNow {
     start: *mut u32,
     cursor: *mut u32,
+    /// The base and structurals of the block taken last, not written
+    /// yet (none before the first: no bits).
+    pending: (u32, u64),
 }
 
 impl WriteNow {
@@ -645,13 +656,22 @@ impl WriteNow {
         WriteNow {
             start,
             cursor: start,
+            pending: (0, 0),
         }
     }
 
-    /// Makes the offsets written part of `positions`, the vector it was
-    /// made from, untouched since.
+    /// Writes the last block's offsets and makes the offsets written
+    /// part of `positions`, the vector it was made from, untouched since.
+    ///
+    /// # Safety
+    /// The CPU must support the instructions `simd` uses.
     #[inline(always)]
-    fn finish(self, positions: &mut Vec<u32>) {
+    unsafe fn finish<S: Simd>(mut self, simd: S, positions: &mut Vec<u32>) {
+        let (base, bits) = self.pending;
+        // SAFETY: the room made for the run holds 64 offsets for each of
+        // its blocks, the last one's among them, plus the slack; the
+        // caller vouches for the CPU.
+        self.cursor = unsafe { simd.write_offsets(self.cursor, base, bits) };
         // SAFETY: the writes initialised the slots from `start` (the
         // vector's end) to `cursor`, within its capacity.
         unsafe { positions.set_len(positions.len() + self.cursor.offset_from(self.start) as usize) }
@@ -661,9 +681,12 @@ impl WriteNow {
 impl<S: Simd> Sink<S> for WriteNow {
     #[inline(always)]
     unsafe fn take(&mut self, simd: S, base: u32, bits: u64) {
+        let (last_base, last_bits) = self.pending;
         // SAFETY: the room made for the run holds 64 offsets per block
-        // past the cursor, plus the slack (the caller's contract).
-        self.cursor = unsafe { simd.write_offsets(self.cursor, base, bits) };
+        // past the cursor, plus the slack (the caller's contract): the
+        // block before this one is one of the run's, or no bits at all.
+        self.cursor = unsafe { simd.write_offsets(self.cursor, last_base, last_bits) };
+        self.pending = (base, bits);
     }
 }
 
