@@ -10,30 +10,18 @@
 use crate::error::{Error, ErrorCode, Result};
 use crate::values::{bmp_run, string};
 
-/// The bytes that make a two-byte escape after a backslash: `"`, `\`,
-/// `/`, `b`, `f`, `n`, `r`, `t`. [`check`] takes these first, with one
-/// look-up: the newlines of chat messages and issue bodies, and the `\/`
-/// of twitter.json's URLs, otherwise went through `string::escape` and
-/// its result; stage 2's instructions a pass went down 1.7% on
-/// github-100k and 1.9% on twitter.json, its parse 1.010x and 1.016x
-/// (`benches/parse_insns.rs` under callgrind; `tools/ab_parse.sh`, 15
-/// rounds).
-static TWO_BYTE: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut i = 0;
-    while i < 8 {
-        t[b"\"\\/bfnrt"[i] as usize] = true;
-        i += 1;
-    }
-    t
-};
-
 /// Checks the escapes `escapes[*next..]` that lie before `close` and
 /// advances `*next` past them.
 pub(crate) fn check(src: &[u8], escapes: &[u32], next: &mut usize, close: u32) -> Result<()> {
     while let Some(&at) = escapes.get(*next).filter(|&&e| e < close) {
-        // Indexed: `at` is a byte after a backslash inside the text.
-        if TWO_BYTE[usize::from(src[at as usize])] {
+        // A two-byte escape first, with one look-up: through
+        // `string::escape` and its result, stage 2 took 1.7% and 1.9%
+        // more instructions a pass on github-100k and twitter.json
+        // (`benches/parse_insns.rs` under callgrind), and this way their
+        // parse runs 1.010x and 1.016x as fast (`tools/ab_parse.sh`, 15
+        // rounds, at 1367aa3). Indexed: `at` is a byte after a backslash
+        // inside the text.
+        if string::is_short_escape(src[at as usize]) {
             *next += 1;
             continue;
         }

@@ -204,6 +204,38 @@ impl BadEscape {
     }
 }
 
+/// For each byte that makes a two-byte escape after a backslash (`\"`,
+/// `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`), the byte it stands for; 0
+/// for every other byte (no short escape stands for 0).
+static SHORT_ESCAPES: [u8; 256] = {
+    let mut table = [0; 256];
+    let pairs = [
+        (b'"', b'"'),
+        (b'\\', b'\\'),
+        (b'/', b'/'),
+        (b'b', 0x08),
+        (b'f', 0x0c),
+        (b'n', b'\n'),
+        (b'r', b'\r'),
+        (b't', b'\t'),
+    ];
+    let mut i = 0;
+    while i < pairs.len() {
+        table[pairs[i].0 as usize] = pairs[i].1;
+        i += 1;
+    }
+    table
+};
+
+/// Whether a backslash followed by `c` is a two-byte escape: one table
+/// look-up, which validation takes before anything else for the
+/// newlines of chat messages and issue bodies and the `\/` of URLs
+/// (`validate::escapes`).
+#[inline(always)]
+pub(crate) fn is_short_escape(c: u8) -> bool {
+    SHORT_ESCAPES[usize::from(c)] != 0
+}
+
 /// The escape at the start of `esc` (which begins with `\`) by JSON's
 /// rules, or why it is invalid. The one statement of those rules:
 /// validation checks escapes with it (`validate::escapes`), the eager
@@ -217,14 +249,7 @@ pub(crate) fn escape(esc: &[u8]) -> Result<Escape, BadEscape> {
         })
     };
     match esc.get(1) {
-        Some(b'"') => simple(b'"'),
-        Some(b'\\') => simple(b'\\'),
-        Some(b'/') => simple(b'/'),
-        Some(b'b') => simple(0x08),
-        Some(b'f') => simple(0x0c),
-        Some(b'n') => simple(b'\n'),
-        Some(b'r') => simple(b'\r'),
-        Some(b't') => simple(b'\t'),
+        Some(&c) if is_short_escape(c) => simple(SHORT_ESCAPES[usize::from(c)]),
         Some(b'u') => {
             let unit = hex4(esc, 2).ok_or(BadEscape::new(ErrorCode::InvalidUnicodeEscape, 0))?;
             if !is_surrogate(unit) {
