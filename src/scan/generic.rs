@@ -540,12 +540,11 @@ unsafe fn string_run<S: Simd>(simd: S, input: &[u8]) -> (usize, bool) {
 ///   --bench core` at 5366357 and 3393bfa, the UTF-8 state kept in
 ///   vectors as well, see `avx512.rs`). Each block's offsets are written
 ///   one block late, while the next block is classified, as simdjson
-///   does: written at once they waited at the end of the block's own
-///   chain (its in-string mask), and on the AMD EPYC of the Zen 5
-///   generation stage 1 ran 0.85-0.87x simdjson's `icelake` on
-///   citm_catalog and canada where one block late runs 0.89-0.91x
-///   (twitter 0.91-0.92x either way; `cargo bench --bench core`, two
-///   runs each at d26b545 and after). This needs room for 64 offsets
+///   does: on the AMD EPYC of the Zen 5 generation stage 1 ran a median
+///   0.86x simdjson's `icelake` on citm_catalog and canada written at
+///   once, 0.89x one block late, twitter 0.91x either way (`cargo bench
+///   --bench core`, five runs and ten; docs/benchmarks.md, "Offsets
+///   written one block late"). This needs room for 64 offsets
 ///   per block of the run before it starts: made for inputs of more than
 ///   one run, where it is at most 16 KB past the entries; a smaller
 ///   input is written this way only into room it already has (a pooled
