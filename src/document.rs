@@ -88,10 +88,7 @@ impl<'a> Document<'a> {
     /// Replaces the document with `src`, reusing all memory. On error the
     /// document is left empty.
     pub fn load(&mut self, src: &'a [u8], opts: &Options) -> Result<()> {
-        self.unload();
-        let kernel = scan::active_kernel()?;
-        // SAFETY: the active kernel is one this CPU runs.
-        with_scratch(|scratch| unsafe { self.load_by(src, opts, scratch, kernel) })
+        with_scratch(|scratch| self.load_in(src, opts, scratch))
     }
 
     /// [`Document::load`] with `scratch` as validation's working memory
