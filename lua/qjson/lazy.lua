@@ -331,7 +331,8 @@ local function lead_byte(src)
 end
 
 -- The byte that starts the value of the valid JSON text src (a state's
--- [SRC]): its first that is not whitespace.
+-- [SRC]): its first that is not whitespace; and whether whitespace comes
+-- before it.
 local function first_byte(src)
     local b = lead_byte(src)
     if b == SPACE or b == TAB or b == LF or b == CR then
@@ -340,8 +341,9 @@ local function first_byte(src)
         else
             b = byte_from(src.str, 1, 1)
         end
+        return b, true
     end
-    return b
+    return b, false
 end
 
 -- The last byte of the text src (a state's [SRC]) at or before position
@@ -1075,7 +1077,7 @@ local ARRAYLESS_CHECKED = 4096
 -- charges the collector `bytes`): the root proxy, whose state takes charge of
 -- ptr; or, for a scalar root, the scalar, and ptr is freed at once.
 function _M.root(ptr, text, bytes, block)
-    local b = first_byte(text)
+    local b, spaced = first_byte(text)
     local t = b == OPEN_OBJECT and T_OBJECT or b == OPEN_ARRAY and T_ARRAY
     if not t then
         local R = enter()
@@ -1106,7 +1108,7 @@ function _M.root(ptr, text, bytes, block)
         st = { address, text, false, false, false, false, 0, false, block,
                __index = proxy_index, __newindex = proxy_newindex }
     end
-    if b ~= lead_byte(text) then
+    if spaced then
         SPACED[st] = t == T_ARRAY and -1 or 0
     end
     local root = setmetatable({}, st)
