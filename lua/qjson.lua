@@ -576,7 +576,7 @@ function instance(cfg, enc)
     function M._parse(text, opts, safe, fname, from, len)
         return parse(cfg, text, opts, safe, fname, from, len)
     end
-    M._parse_any, M._decode = parse_any, decode_any
+    M._parse_any, M._decode_any = parse_any, decode_any
 
     -- Plain tables, with this instance's decode_array_with_array_mt.
     function M.materialize(v)

@@ -32,7 +32,8 @@ local SHARED = { "_VERSION", "null", "kernel", "materialize", "len", "pairs", "i
 -- The safe facade of the qjson module table `q` (the module, or one
 -- made by qjson.new(), whose options it then shares).
 local function wrap(q)
-    local parse, decode, encode, encode_pieces = q._parse_any, q._decode, q.encode, q.encode_pieces
+    local parse, decode = q._parse_any, q._decode_any
+    local encode, encode_pieces = q.encode, q.encode_pieces
     local M = { _NAME = "qjson.safe" }
     for _, name in ipairs(SHARED) do
         M[name] = q[name]
