@@ -544,7 +544,10 @@ unsafe fn string_run<S: Simd>(simd: S, input: &[u8]) -> (usize, bool) {
 ///   0.86x simdjson's `icelake` on citm_catalog and canada written at
 ///   once, 0.89x one block late, twitter 0.91x either way (`cargo bench
 ///   --bench core`, five runs and ten; docs/benchmarks.md, "Offsets
-///   written one block late"). This needs room for 64 offsets
+///   written one block late"); and one block a turn, not two, which kept
+///   the write cursor on the stack: medians 0.92, 0.90, 0.90 -> 0.98,
+///   0.95, 0.94 on twitter, citm_catalog and canada ("One block a turn
+///   when writing late"). This needs room for 64 offsets
 ///   per block of the run before it starts: made for inputs of more than
 ///   one run, where it is at most 16 KB past the entries; a smaller
 ///   input is written this way only into room it already has (a pooled
@@ -628,6 +631,13 @@ unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> Result<()> 
 
 /// Where a run's structural masks go, block by block.
 trait Sink<S: Simd> {
+    /// Whether the run classifies two blocks a turn outside long strings
+    /// (see [`Scanner::run`]): for a sink that only keeps masks, so that
+    /// two blocks' work is in flight at once. A sink that writes as the
+    /// next block is classified has that overlap already, and a second
+    /// block's state pushed its write cursor out of the registers.
+    const PAIRS_BLOCKS: bool;
+
     /// Takes the structurals `bits` of the block at offset `base`.
     ///
     /// # Safety
@@ -678,6 +688,8 @@ impl WriteNow {
 }
 
 impl<S: Simd> Sink<S> for WriteNow {
+    const PAIRS_BLOCKS: bool = false;
+
     #[inline(always)]
     unsafe fn take(&mut self, simd: S, base: u32, bits: u64) {
         let (last_base, last_bits) = self.pending;
@@ -713,6 +725,8 @@ impl Keep {
 }
 
 impl<S: Simd> Sink<S> for Keep {
+    const PAIRS_BLOCKS: bool = true;
+
     #[inline(always)]
     unsafe fn take(&mut self, _: S, base: u32, bits: u64) {
         // SAFETY: at most one call per block of a run, which has at most
@@ -763,16 +777,19 @@ impl<S: Simd> Scanner<'_, S> {
         let mut n_escapes = 0;
         while self.pos < run_end {
             let pos = self.pos;
-            if !self.carry.long_string() && pos + 128 <= run_end {
-                // Outside long strings, two blocks a turn: the loop's own
-                // tests (the bound, the long-string flag) once for both,
-                // and more of two blocks' work in flight at once. AVX-512
-                // stage 1 (`cargo bench --bench core`, three runs at
-                // d59d451 and at 4c45c33): twitter.json 10.3 -> 11.1 GB/s,
-                // citm_catalog 11.1 -> 12.5, canada 11.1 -> 12.3 (medians),
-                // 1.06-1.10x simdjson's icelake; the other kernels within
-                // the runs' noise. (A second block that a long string
-                // fills is classified, not skipped: the same result.)
+            if K::PAIRS_BLOCKS && !self.carry.long_string() && pos + 128 <= run_end {
+                // Outside long strings, two blocks a turn into a sink
+                // that keeps masks: the loop's own tests (the bound, the
+                // long-string flag) once for both, and more of two blocks'
+                // work in flight at once. AVX-512 stage 1, when it still
+                // wrote after the run (`cargo bench --bench core`, three
+                // runs at d59d451 and at 4c45c33): twitter.json 10.3 ->
+                // 11.1 GB/s, citm_catalog 11.1 -> 12.5, canada 11.1 ->
+                // 12.3 (medians); the other kernels within the runs'
+                // noise. Writing one block late ([`WriteNow`]), it runs
+                // one block a turn (see [`Sink::PAIRS_BLOCKS`]). (A second
+                // block that a long string fills is classified, not
+                // skipped: the same result.)
                 // SAFETY: pos + 128 <= run_end <= len: 128 readable bytes.
                 let (first, second) = unsafe {
                     let at = input.as_ptr().add(pos);
