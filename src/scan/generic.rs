@@ -544,10 +544,10 @@ unsafe fn string_run<S: Simd>(simd: S, input: &[u8]) -> (usize, bool) {
 ///   0.86x simdjson's `icelake` on citm_catalog and canada written at
 ///   once, 0.89x one block late, twitter 0.91x either way (`cargo bench
 ///   --bench core`, five runs and ten; docs/benchmarks.md, "Offsets
-///   written one block late"); and one block a turn, not two, which kept
-///   the write cursor on the stack: medians 0.92, 0.90, 0.90 -> 0.98,
-///   0.95, 0.94 on twitter, citm_catalog and canada ("One block a turn
-///   when writing late"). This needs room for 64 offsets
+///   written one block late"); and one block a turn, not two: medians
+///   0.92, 0.90, 0.90 -> 0.98, 0.95, 0.94 on twitter, citm_catalog and
+///   canada ("One block a turn when writing late"). This needs room for
+///   64 offsets
 ///   per block of the run before it starts: made for inputs of more than
 ///   one run, where it is at most 16 KB past the entries; a smaller
 ///   input is written this way only into room it already has (a pooled
@@ -634,8 +634,9 @@ trait Sink<S: Simd> {
     /// Whether the run classifies two blocks a turn outside long strings
     /// (see [`Scanner::run`]): for a sink that only keeps masks, so that
     /// two blocks' work is in flight at once. A sink that writes as the
-    /// next block is classified has that overlap already, and a second
-    /// block's state pushed its write cursor out of the registers.
+    /// next block is classified has that overlap already, and ran faster
+    /// one block a turn (docs/benchmarks.md, "One block a turn when
+    /// writing late").
     const PAIRS_BLOCKS: bool;
 
     /// Takes the structurals `bits` of the block at offset `base`.
