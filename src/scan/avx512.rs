@@ -190,6 +190,10 @@ impl Simd for Avx512 {
     /// between the blocks' classifying (see `generic::scan`).
     const WRITES_AS_IT_SCANS: bool = true;
 
+    /// The late writer overlaps one block's write with the next block's
+    /// classifying already; a second block a turn ran slower.
+    const PAIRS_BLOCKS: bool = false;
+
     /// [`write_offsets_by_compress`] stores 16 at a time.
     const WRITE_SLACK: usize = 16;
 

@@ -128,6 +128,15 @@ pub(crate) trait Simd: Copy {
     /// that its stores overlap the classifying of the next block.
     const WRITES_AS_IT_SCANS: bool = false;
 
+    /// Whether the run classifies two blocks a turn outside long strings
+    /// (see [`Scanner::run`]), so that two blocks' work is in flight at
+    /// once: measured per kernel. AVX2 gains; AVX-512, whose late writer
+    /// already overlaps a block's write with the next block's
+    /// classifying, and the scalar kernel, whose words fill the general
+    /// registers, ran faster one block a turn (docs/benchmarks.md, "One
+    /// block a turn when writing late").
+    const PAIRS_BLOCKS: bool = true;
+
     /// How many slots past its offsets [`Simd::write_offsets`] may write:
     /// 8 for the default and for AVX2's table, which store 8 at a time;
     /// a kernel storing more at once says so. Every document keeps this
@@ -631,14 +640,6 @@ unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> Result<()> 
 
 /// Where a run's structural masks go, block by block.
 trait Sink<S: Simd> {
-    /// Whether the run classifies two blocks a turn outside long strings
-    /// (see [`Scanner::run`]): for a sink that only keeps masks, so that
-    /// two blocks' work is in flight at once. A sink that writes as the
-    /// next block is classified has that overlap already, and ran faster
-    /// one block a turn (docs/benchmarks.md, "One block a turn when
-    /// writing late").
-    const PAIRS_BLOCKS: bool;
-
     /// Takes the structurals `bits` of the block at offset `base`.
     ///
     /// # Safety
@@ -689,8 +690,6 @@ impl WriteNow {
 }
 
 impl<S: Simd> Sink<S> for WriteNow {
-    const PAIRS_BLOCKS: bool = false;
-
     #[inline(always)]
     unsafe fn take(&mut self, simd: S, base: u32, bits: u64) {
         let (last_base, last_bits) = self.pending;
@@ -726,8 +725,6 @@ impl Keep {
 }
 
 impl<S: Simd> Sink<S> for Keep {
-    const PAIRS_BLOCKS: bool = true;
-
     #[inline(always)]
     unsafe fn take(&mut self, _: S, base: u32, bits: u64) {
         // SAFETY: at most one call per block of a run, which has at most
@@ -778,19 +775,18 @@ impl<S: Simd> Scanner<'_, S> {
         let mut n_escapes = 0;
         while self.pos < run_end {
             let pos = self.pos;
-            if K::PAIRS_BLOCKS && !self.carry.long_string() && pos + 128 <= run_end {
-                // Outside long strings, two blocks a turn into a sink
-                // that keeps masks: the loop's own tests (the bound, the
-                // long-string flag) once for both, and more of two blocks'
-                // work in flight at once. AVX-512 stage 1, when it still
-                // wrote after the run (`cargo bench --bench core`, three
-                // runs at d59d451 and at 4c45c33): twitter.json 10.3 ->
-                // 11.1 GB/s, citm_catalog 11.1 -> 12.5, canada 11.1 ->
-                // 12.3 (medians); the other kernels within the runs'
-                // noise. Writing one block late ([`WriteNow`]), it runs
-                // one block a turn (see [`Sink::PAIRS_BLOCKS`]). (A second
-                // block that a long string fills is classified, not
-                // skipped: the same result.)
+            if S::PAIRS_BLOCKS && !self.carry.long_string() && pos + 128 <= run_end {
+                // Outside long strings, two blocks a turn where the
+                // kernel gains (see [`Simd::PAIRS_BLOCKS`]): the loop's
+                // own tests (the bound, the long-string flag) once for
+                // both, and more of two blocks' work in flight at once.
+                // AVX-512 stage 1, when it still wrote after the run
+                // (`cargo bench --bench core`, three runs at d59d451 and
+                // at 4c45c33): twitter.json 10.3 -> 11.1 GB/s,
+                // citm_catalog 11.1 -> 12.5, canada 11.1 -> 12.3
+                // (medians); since it writes one block late, one block a
+                // turn is faster. (A second block that a long string
+                // fills is classified, not skipped: the same result.)
                 // SAFETY: pos + 128 <= run_end <= len: 128 readable bytes.
                 let (first, second) = unsafe {
                     let at = input.as_ptr().add(pos);

@@ -125,6 +125,10 @@ impl Simd for Scalar {
     type Block = [u64; 8];
     type Utf8 = Verdict;
 
+    /// One block's words and masks fill the general registers already; a
+    /// second block a turn ran slower.
+    const PAIRS_BLOCKS: bool = false;
+
     #[inline(always)]
     unsafe fn load(self, ptr: *const u8) -> [u64; 8] {
         core::array::from_fn(|k| {
