@@ -12,7 +12,7 @@
 //! comparison of the remainder with half the divisor. No approximation is
 //! made anywhere, so there is no case to fall back from but size: when a
 //! product does not fit 128 bits (`|x|` below about `10^(precision-23)`,
-//! or at or above `2^128`), [`write`] writes nothing and returns false,
+//! or at or above `2^128`), [`write()`] writes nothing and returns false,
 //! and the caller asks `snprintf`.
 //!
 //! The text is laid out as `%g` says: with exponent `X` of the rounded
@@ -41,7 +41,7 @@ const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
     6061626364656667686970717273747576777879\
     8081828384858687888990919293949596979899";
 
-/// The most significant digits [`write`] is asked for (`%.17g` is the
+/// The most significant digits [`write()`] is asked for (`%.17g` is the
 /// most any double needs; cjson's option stops at 16).
 pub const MAX_PRECISION: usize = 17;
 

@@ -22,6 +22,11 @@
 //! validated, so a getter never sees malformed JSON, and no value is built
 //! until it is asked for. `docs/architecture.md` walks through the index
 //! with a worked example.
+//!
+//! These docs are for the library's maintainers (its interface is the C
+//! ABI): read them with `cargo doc --document-private-items`, which is
+//! why a public item's docs may link to private ones.
+#![allow(rustdoc::private_intra_doc_links)]
 pub mod document;
 pub mod eager;
 pub mod error;

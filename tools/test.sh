@@ -118,6 +118,8 @@ for k in "${kernels[@]}"; do
 done
 check "cargo clippy -D warnings" cargo clippy --release --all-targets --quiet -- -D warnings
 check "cargo fmt --check" cargo fmt --check
+check "cargo doc -D warnings (every intra-doc link resolves)" env RUSTDOCFLAGS="-D warnings" \
+    cargo doc --no-deps --document-private-items --quiet
 check "luacheck" luacheck --quiet lua spec benches tools examples
 check "benchmark harness runs (QUICK=1)" env QUICK=1 luajit benches/lua_bench.lua
 check "A/B harness runs (tools/ab_parse.sh, a build against itself)" bash -c \

@@ -30,7 +30,7 @@
 //! caller drops what the sink built and parses the text again with
 //! [`crate::document::Document`], whose error (code and offset) is the one
 //! `qjson.parse` reports, whichever comes first in the text. What the
-//! walk accepts is held to what validation accepts by [`tests`]:
+//! walk accepts is held to what validation accepts by its tests:
 //! generated, mutated and random texts under each option, and a text
 //! broken at every offset.
 //!

@@ -184,9 +184,9 @@ enum Frame {
 enum Fault {
     /// The Lua encoder is to encode the whole value.
     GiveUp,
-    /// "Cannot serialise <type>: type not supported".
+    /// "Cannot serialise `<type>`: type not supported".
     Unsupported(&'static str),
-    /// "Cannot serialise <type>: table key must be a number or string".
+    /// "Cannot serialise `<type>`: table key must be a number or string".
     BadKey(&'static str),
     /// A NaN or an infinity.
     NotFinite,
