@@ -780,9 +780,10 @@ impl<S: Simd> Scanner<'_, S> {
                 // kernel gains (see [`Simd::PAIRS_BLOCKS`]): the loop's
                 // own tests (the bound, the long-string flag) once for
                 // both, and more of two blocks' work in flight at once.
-                // AVX-512 stage 1, when it still wrote after the run
-                // (`cargo bench --bench core`, three runs at d59d451 and
-                // at 4c45c33): twitter.json 10.3 -> 11.1 GB/s,
+                // AVX-512 stage 1 on an Intel Xeon, writing each block
+                // as soon as it was classified (`cargo bench --bench
+                // core`, three runs at d59d451 and at 4c45c33):
+                // twitter.json 10.3 -> 11.1 GB/s,
                 // citm_catalog 11.1 -> 12.5, canada 11.1 -> 12.3
                 // (medians); since it writes one block late, one block a
                 // turn is faster. (A second block that a long string
