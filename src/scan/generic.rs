@@ -132,9 +132,8 @@ pub(crate) trait Simd: Copy {
     /// (see [`Scanner::run`]), so that two blocks' work is in flight at
     /// once: measured per kernel. AVX2 gains; AVX-512, whose late writer
     /// already overlaps a block's write with the next block's
-    /// classifying, and the scalar kernel, whose words fill the general
-    /// registers, ran faster one block a turn (docs/benchmarks.md, "One
-    /// block a turn when writing late").
+    /// classifying, and the scalar kernel ran faster one block a turn
+    /// (docs/benchmarks.md, "One block a turn when writing late").
     const PAIRS_BLOCKS: bool = true;
 
     /// How many slots past its offsets [`Simd::write_offsets`] may write:
@@ -556,12 +555,11 @@ unsafe fn string_run<S: Simd>(simd: S, input: &[u8]) -> (usize, bool) {
 ///   written one block late"); and one block a turn, not two: medians
 ///   0.92, 0.90, 0.90 -> 0.98, 0.95, 0.94 on twitter, citm_catalog and
 ///   canada ("One block a turn when writing late"). This needs room for
-///   64 offsets
-///   per block of the run before it starts: made for inputs of more than
-///   one run, where it is at most 16 KB past the entries; a smaller
-///   input is written this way only into room it already has (a pooled
-///   document), so that a fresh document of 300 bytes does not keep 1 KB
-///   for its 60 offsets.
+///   64 offsets per block of the run before it starts: made for inputs
+///   of more than one run, where it is at most 16 KB past the entries;
+///   a smaller input is written this way only into room it already has
+///   (a pooled document), so that a fresh document of 300 bytes does not
+///   keep 1 KB for its 60 offsets.
 ///
 /// # Safety
 /// The CPU must support the instructions `simd` uses (its kernel's
@@ -783,11 +781,11 @@ impl<S: Simd> Scanner<'_, S> {
                 // AVX-512 stage 1 on an Intel Xeon, writing each block
                 // as soon as it was classified (`cargo bench --bench
                 // core`, three runs at d59d451 and at 4c45c33):
-                // twitter.json 10.3 -> 11.1 GB/s,
-                // citm_catalog 11.1 -> 12.5, canada 11.1 -> 12.3
-                // (medians); since it writes one block late, one block a
-                // turn is faster. (A second block that a long string
-                // fills is classified, not skipped: the same result.)
+                // twitter.json 10.3 -> 11.1 GB/s, citm_catalog 11.1 ->
+                // 12.5, canada 11.1 -> 12.3 (medians); since it writes
+                // one block late, one block a turn is faster. (A second
+                // block that a long string fills is classified, not
+                // skipped: the same result.)
                 // SAFETY: pos + 128 <= run_end <= len: 128 readable bytes.
                 let (first, second) = unsafe {
                     let at = input.as_ptr().add(pos);

@@ -125,8 +125,9 @@ impl Simd for Scalar {
     type Block = [u64; 8];
     type Utf8 = Verdict;
 
-    /// One block's words and masks fill the general registers already; a
-    /// second block a turn ran slower.
+    /// A second block a turn ran slower: the full parse 3-4% faster one
+    /// block a turn on the corpus and github-100k (`tools/ab_parse.sh`,
+    /// docs/benchmarks.md, "One block a turn when writing late").
     const PAIRS_BLOCKS: bool = false;
 
     #[inline(always)]
