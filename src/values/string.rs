@@ -227,13 +227,22 @@ static SHORT_ESCAPES: [u8; 256] = {
     table
 };
 
-/// Whether a backslash followed by `c` is a two-byte escape: one table
-/// look-up, which validation takes before anything else for the
-/// newlines of chat messages and issue bodies and the `\/` of URLs
-/// (`validate::escapes`).
+/// The byte a backslash followed by `c` stands for, if that is a
+/// two-byte escape: one table look-up.
+#[inline(always)]
+fn short_escape(c: u8) -> Option<u8> {
+    match SHORT_ESCAPES[usize::from(c)] {
+        0 => None,
+        byte => Some(byte),
+    }
+}
+
+/// Whether a backslash followed by `c` is a two-byte escape, which
+/// validation tests before anything else for the newlines of chat
+/// messages and issue bodies and the `\/` of URLs (`validate::escapes`).
 #[inline(always)]
 pub(crate) fn is_short_escape(c: u8) -> bool {
-    SHORT_ESCAPES[usize::from(c)] != 0
+    short_escape(c).is_some()
 }
 
 /// The escape at the start of `esc` (which begins with `\`) by JSON's
@@ -242,35 +251,33 @@ pub(crate) fn is_short_escape(c: u8) -> bool {
 /// decoder checks and decodes with it.
 #[inline(always)]
 pub(crate) fn escape(esc: &[u8]) -> Result<Escape, BadEscape> {
-    let simple = |c: u8| {
-        Ok(Escape {
-            code: u32::from(c),
+    let c = esc.get(1).copied().unwrap_or(0);
+    if let Some(byte) = short_escape(c) {
+        return Ok(Escape {
+            code: u32::from(byte),
             len: 2,
-        })
-    };
-    match esc.get(1) {
-        Some(&c) if is_short_escape(c) => simple(SHORT_ESCAPES[usize::from(c)]),
-        Some(b'u') => {
-            let unit = hex4(esc, 2).ok_or(BadEscape::new(ErrorCode::InvalidUnicodeEscape, 0))?;
-            if !is_surrogate(unit) {
-                return Ok(Escape { code: unit, len: 6 });
-            }
-            // A high surrogate must be followed at once by a `\u` escape
-            // of a low one.
-            if unit >= 0xdc00 || esc.get(6..8) != Some(b"\\u") {
-                return Err(BadEscape::new(ErrorCode::LoneSurrogate, 0));
-            }
-            let low = hex4(esc, 8).ok_or(BadEscape::new(ErrorCode::InvalidUnicodeEscape, 6))?;
-            if !(0xdc00..=0xdfff).contains(&low) {
-                return Err(BadEscape::new(ErrorCode::LoneSurrogate, 0));
-            }
-            Ok(Escape {
-                code: 0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00),
-                len: 12,
-            })
-        }
-        _ => Err(BadEscape::new(ErrorCode::InvalidEscape, 0)),
+        });
     }
+    if c != b'u' {
+        return Err(BadEscape::new(ErrorCode::InvalidEscape, 0));
+    }
+    let unit = hex4(esc, 2).ok_or(BadEscape::new(ErrorCode::InvalidUnicodeEscape, 0))?;
+    if !is_surrogate(unit) {
+        return Ok(Escape { code: unit, len: 6 });
+    }
+    // A high surrogate must be followed at once by a `\u` escape of a low
+    // one.
+    if unit >= 0xdc00 || esc.get(6..8) != Some(b"\\u") {
+        return Err(BadEscape::new(ErrorCode::LoneSurrogate, 0));
+    }
+    let low = hex4(esc, 8).ok_or(BadEscape::new(ErrorCode::InvalidUnicodeEscape, 6))?;
+    if !(0xdc00..=0xdfff).contains(&low) {
+        return Err(BadEscape::new(ErrorCode::LoneSurrogate, 0));
+    }
+    Ok(Escape {
+        code: 0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00),
+        len: 12,
+    })
 }
 
 /// The code unit of the `\uXXXX` whose `u` is `bytes[at]`, when it is a
