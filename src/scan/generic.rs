@@ -130,10 +130,11 @@ pub(crate) trait Simd: Copy {
 
     /// Whether the run classifies two blocks a turn outside long strings
     /// (see [`Scanner::run`]), so that two blocks' work is in flight at
-    /// once: measured per kernel. AVX2 gains; AVX-512, whose late writer
-    /// already overlaps a block's write with the next block's
-    /// classifying, and the scalar kernel ran faster one block a turn
-    /// (docs/benchmarks.md, "One block a turn when writing late").
+    /// once. AVX2 gains; AVX-512, whose late writer already overlaps a
+    /// block's write with the next block's classifying, and the scalar
+    /// kernel ran faster one block a turn (docs/benchmarks.md, "One block
+    /// a turn when writing late"). NEON keeps the default untimed: it
+    /// runs here only under emulation.
     const PAIRS_BLOCKS: bool = true;
 
     /// How many slots past its offsets [`Simd::write_offsets`] may write:
