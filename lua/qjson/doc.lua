@@ -80,9 +80,17 @@ local function misuse(self, message)
     error(message, 2)
 end
 
--- The native handle of a live document; nil after free().
+-- The native handle of a live document; nil after free(). The state
+-- keeps it as an address (see `address_of`), which compiled code casts
+-- back without allocating: kept as the pointer cdata the parse returns,
+-- every document was one more object to allocate and sweep.
 local function handle(self)
-    return self[DOC][PTR]
+    local address = self[DOC][PTR]
+    if address then
+        -- Not a tail call: a root trace may not leave through a builtin.
+        local ptr = ffi_cast(DOC_PTR, address)
+        return ptr
+    end
 end
 
 local function freed(self)
@@ -564,10 +572,11 @@ _M.address_of = address_of
 -- root's.
 function _M.new(ptr, src, safe, bytes, block)
     -- Every slot is in the constructor, so that setting one does not grow
-    -- the table; the handle is its [PTR].
-    local root = setmetatable({ ptr, 0, false, false, bytes, block or false, src, safe }, Doc)
+    -- the table; the handle's address is its [PTR].
+    local address = address_of(ptr)
+    local root = setmetatable({ address, 0, false, false, bytes, block or false, src, safe }, Doc)
     root[DOC] = root
-    root[SLOT] = track(root, address_of(ptr), bytes, block)
+    root[SLOT] = track(root, address, bytes, block)
     return root
 end
 
