@@ -50,9 +50,10 @@ local TYPE_NAMES = { "null", "boolean", "boolean", "number", "string", "array", 
 local Doc = {}
 Doc.__index = Doc
 
--- Where a tracked state (see `track`) keeps its native handle, false once
--- freed: the first array slot, which the lazy states of
--- lua/qjson/lazy.lua keep their other fields beside.
+-- Where a tracked state (see `track`) keeps its native handle's address
+-- (a Lua number, see `address_of`), false once freed: the first array
+-- slot, which the lazy states of lua/qjson/lazy.lua keep their other
+-- fields beside.
 local PTR = 1
 -- Beside it, in a root document's array part: the cursor (0) and the
 -- root itself, which a cursor keeps in the same two slots (its [PTR]
