@@ -6,7 +6,7 @@
 --   luajit benches/insn_loops.lua WORKLOAD N
 --
 -- runs WORKLOAD N times over the payloads of make bench (benches/
--- payloads.lua): the 64-byte tool call and one SSE chunk, the 2 KB chat
+-- payloads.lua): `{}`, the 64-byte tool call and one SSE chunk, the 2 KB chat
 -- request, a 4.5 KB chat request in Chinese, and github-100k's list of
 -- issues. Two runs that differ only in N differ by N workloads'
 -- instructions (start-up, JIT compilation and warm-up cancel), which is
@@ -86,6 +86,20 @@ end
 
 local workloads
 workloads = {
+    -- The fixed cost of a document: `{}` decoded (cjson: its table;
+    -- qjson: a proxy) and nothing read.
+    ["empty-read"] = function(lib, k)
+        local t = lib.decode("{}")
+        return (next(t) == nil and 1 or 0) + k
+    end,
+    -- The same through qjson.parse (cjson: empty-read).
+    ["empty-get"] = function(lib, k)
+        if not lib.parse then
+            return workloads["empty-read"](lib, k)
+        end
+        local d = lib.parse("{}")
+        return (d and 1 or 0) + k
+    end,
     ["tool-read"] = function(lib, k)
         local t = lib.decode(TOOL)
         return #t.order_id + t.options.max_items + k

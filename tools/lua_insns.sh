@@ -31,7 +31,7 @@ cpath=";;"
 
 workloads=("$@")
 if [ ${#workloads[@]} -eq 0 ]; then
-    workloads=(tool-read tool-get tool-eager tool-materialize tool-modify tool-nested tool-add sse-read sse-get sse-eager sse-materialize sse-modify sse-nested sse-add chat-eager cjk-eager esc-eager esc-read esc-get)
+    workloads=(empty-read empty-get tool-read tool-get tool-eager tool-materialize tool-modify tool-nested tool-add sse-read sse-get sse-eager sse-materialize sse-modify sse-nested sse-add chat-eager cjk-eager esc-eager esc-read esc-get)
 fi
 
 N=20000
