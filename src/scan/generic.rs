@@ -129,12 +129,18 @@ pub(crate) trait Simd: Copy {
     const WRITES_AS_IT_SCANS: bool = false;
 
     /// Whether the run classifies two blocks a turn outside long strings
-    /// (see [`Scanner::run`]), so that two blocks' work is in flight at
-    /// once. AVX2 gains; AVX-512, whose late writer already overlaps a
-    /// block's write with the next block's classifying, and the scalar
-    /// kernel ran faster one block a turn (docs/benchmarks.md, "One block
-    /// a turn when writing late"). NEON keeps the default untimed: it
-    /// runs here only under emulation.
+    /// (see [`Scanner::run`]): the loop's own tests (the bound, the
+    /// long-string flag) once for both, and more of two blocks' work in
+    /// flight at once. Measured first with AVX-512 on an Intel Xeon, when
+    /// it wrote each block's offsets as soon as it had classified it
+    /// (`cargo bench --bench core`, three runs at d59d451 and at 4c45c33,
+    /// medians): twitter.json 10.3 -> 11.1 GB/s, citm_catalog 11.1 ->
+    /// 12.5, canada 11.1 -> 12.3. AVX2 still gains: one block a turn ran
+    /// its stage 1 at 0.80-0.83x simdjson's `haswell` on twitter and
+    /// citm_catalog against 0.84-0.87x. A kernel that runs faster one
+    /// block a turn says so, with its figures (`avx512`, `scalar`). NEON
+    /// keeps the default untimed: it runs here only under emulation.
+    /// (docs/benchmarks.md, "One block a turn when writing late".)
     const PAIRS_BLOCKS: bool = true;
 
     /// How many slots past its offsets [`Simd::write_offsets`] may write:
@@ -553,9 +559,8 @@ unsafe fn string_run<S: Simd>(simd: S, input: &[u8]) -> (usize, bool) {
 ///   0.86x simdjson's `icelake` on citm_catalog and canada written at
 ///   once, 0.89x one block late, twitter 0.91x either way (`cargo bench
 ///   --bench core`, five runs and ten; docs/benchmarks.md, "Offsets
-///   written one block late"); and one block a turn, not two: medians
-///   0.92, 0.90, 0.90 -> 0.98, 0.95, 0.94 on twitter, citm_catalog and
-///   canada ("One block a turn when writing late"). This needs room for
+///   written one block late"), and one block a turn, not two
+///   ([`Simd::PAIRS_BLOCKS`]). This needs room for
 ///   64 offsets per block of the run before it starts: made for inputs
 ///   of more than one run, where it is at most 16 KB past the entries;
 ///   a smaller input is written this way only into room it already has
@@ -776,17 +781,9 @@ impl<S: Simd> Scanner<'_, S> {
             let pos = self.pos;
             if S::PAIRS_BLOCKS && !self.carry.long_string() && pos + 128 <= run_end {
                 // Outside long strings, two blocks a turn where the
-                // kernel gains (see [`Simd::PAIRS_BLOCKS`]): the loop's
-                // own tests (the bound, the long-string flag) once for
-                // both, and more of two blocks' work in flight at once.
-                // AVX-512 stage 1 on an Intel Xeon, writing each block
-                // as soon as it was classified (`cargo bench --bench
-                // core`, three runs at d59d451 and at 4c45c33):
-                // twitter.json 10.3 -> 11.1 GB/s, citm_catalog 11.1 ->
-                // 12.5, canada 11.1 -> 12.3 (medians); since it writes
-                // one block late, one block a turn is faster. (A second
-                // block that a long string fills is classified, not
-                // skipped: the same result.)
+                // kernel gains ([`Simd::PAIRS_BLOCKS`]). (A second block
+                // that a long string fills is classified, not skipped:
+                // the same result.)
                 // SAFETY: pos + 128 <= run_end <= len: 128 readable bytes.
                 let (first, second) = unsafe {
                     let at = input.as_ptr().add(pos);
