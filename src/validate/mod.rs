@@ -129,6 +129,8 @@ struct Frame {
 /// Reusable working memory of the walk.
 #[derive(Default, Debug)]
 pub struct Scratch {
+    /// Room for the walk's frame stack, which it keeps by pointers into
+    /// the buffer: the length stays 0 (see `frame_room`).
     frames: Vec<Frame>,
     keys: Vec<u32>,
     duplicates: duplicates::Scratch,
@@ -478,7 +480,8 @@ fn string_escapes(text: Text<'_>, escapes: &[u32], next: &mut usize, end: u32) -
 /// writes stage 2 went from 2.18 to 1.99 instructions a byte there
 /// (`benches/parse_insns.rs`). With `CLOSED` the writes go unchecked,
 /// at entries the walk has just read, or (a key's colon) at the entry
-/// after one that is no bracket.
+/// after one that is no bracket, or at a container's opening entry when
+/// its close is read.
 ///
 /// A key's closing quote is linked to the entry after its member (the
 /// next key, or the entry past the object's `}`), or to 0 when the value
@@ -517,6 +520,12 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
     let mut count = 0u32;
     let mut close = 0u8;
     let mut keys_from = 0u32;
+    // The frame stack, by pointers into the buffer of `frames`, whose
+    // length stays 0: a push compares its top with one limit, the end of
+    // the buffer or the depth limit, whichever comes first.
+    let mut top = frames.as_mut_ptr();
+    // SAFETY: at most the capacity past the buffer's start.
+    let mut limit = unsafe { top.add(frames.capacity().min(max_depth)) };
 
     // The byte at entry `$i`, which (see the function's docs) is an entry
     // when CLOSED.
@@ -537,7 +546,7 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
         ($i:expr, $v:expr) => {
             if CLOSED {
                 // SAFETY: with CLOSED, every use is at an entry the walk
-                // has just read (see the function's docs).
+                // has read (see the function's docs).
                 unsafe { *links.get_unchecked_mut($i) = $v }
             } else {
                 links[$i] = $v
@@ -711,8 +720,11 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
                     if $member {
                         link!(i - 2, 0);
                     }
-                    if frames.len() >= max_depth {
-                        return Err(error_at(text, ErrorCode::DepthExceeded, i));
+                    if top == limit {
+                        let Some(room) = frame_room(frames, top, max_depth) else {
+                            return Err(error_at(text, ErrorCode::DepthExceeded, i));
+                        };
+                        (top, limit) = room;
                     }
                     // `{` + 2 is `}`, `[` + 2 is `]`.
                     let closer = b + 2;
@@ -727,12 +739,16 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
                             return Err(missing_separator(text, close, i));
                         }
                     } else {
-                        frames.push(Frame {
-                            open,
-                            count,
-                            close: u32::from(close),
-                            keys_from,
-                        });
+                        // SAFETY: top is below limit, inside the buffer.
+                        unsafe {
+                            top.write(Frame {
+                                open,
+                                count,
+                                close: u32::from(close),
+                                keys_from,
+                            });
+                            top = top.add(1);
+                        }
                         open = i as u32;
                         count = 0;
                         close = closer;
@@ -804,13 +820,20 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
             if STRICT && close == b'}' {
                 check_keys(text, links, keys, keys_from as usize, duplicates)?;
             }
-            links[open as usize] = i as u32;
-            links[i] = count;
-            let parent = frames.pop().expect("a container has a parent frame");
+            link!(open as usize, i as u32);
+            link!(i, count);
+            // SAFETY: the container being closed pushed a frame, which
+            // is below the top.
+            let parent = unsafe {
+                top = top.sub(1);
+                top.read()
+            };
             open = parent.open;
             count = parent.count;
             close = parent.close as u8;
-            keys_from = parent.keys_from;
+            if STRICT {
+                keys_from = parent.keys_from;
+            }
             i += 1;
             // Past a closing bracket the text may end: a checked read.
             separator!(close, 'walk, checked_byte);
@@ -827,6 +850,32 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
     // Every escape lies in a string, and every string was checked.
     debug_assert_eq!(escape_at, u32::MAX);
     Ok(())
+}
+
+/// Room for one more frame above `top` in `frames`' buffer, or `None`
+/// when `max_depth` frames are open: the new top and limit.
+#[cold]
+#[inline(never)]
+fn frame_room(
+    frames: &mut Vec<Frame>,
+    top: *mut Frame,
+    max_depth: usize,
+) -> Option<(*mut Frame, *mut Frame)> {
+    // SAFETY: top points into the buffer, past the frames open.
+    let depth = unsafe { top.offset_from(frames.as_ptr()) } as usize;
+    if depth >= max_depth {
+        return None;
+    }
+    // SAFETY: the frames below the top were written; as the vector's
+    // elements they move with it when it grows. Its length goes back to
+    // 0 after.
+    unsafe { frames.set_len(depth) };
+    frames.reserve(depth.max(8));
+    // SAFETY: as above.
+    unsafe { frames.set_len(0) };
+    let base = frames.as_mut_ptr();
+    // SAFETY: depth is below the capacity, and so is the limit.
+    unsafe { Some((base.add(depth), base.add(frames.capacity().min(max_depth)))) }
 }
 
 /// Rejects the object whose keys are `keys[from..]` if one repeats, then

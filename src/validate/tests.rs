@@ -273,6 +273,33 @@ fn nesting_limit_is_exact_and_configurable() {
 }
 
 #[test]
+fn a_reused_scratch_keeps_the_nesting_limit() {
+    // The frame stack lives in the scratch's buffer, its limit the lower
+    // of the room left there and the nesting limit: room left by a deep
+    // document must not lift a lower limit, and a deeper one grows it.
+    let mut scratch = Scratch::default();
+    let mut nested = |depth: usize, max_depth: u32| {
+        let text = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let mut index = Index::default();
+        scan::scan(text.as_bytes(), &mut index).expect("stage 1 accepts it");
+        let opts = Options {
+            max_depth,
+            ..Options::default()
+        };
+        validate(text.as_bytes(), &mut index, &opts, &mut scratch)
+    };
+    let too_deep = |at| Err(Error::new(ErrorCode::DepthExceeded, at));
+    assert_eq!(nested(600, u32::MAX), Ok(()));
+    assert_eq!(nested(3, 2), too_deep(2));
+    assert_eq!(nested(2, 2), Ok(()));
+    assert_eq!(nested(1, 0), too_deep(0));
+    assert_eq!(nested(101, 100), too_deep(100));
+    assert_eq!(nested(100, 100), Ok(()));
+    assert_eq!(nested(2_000, 2_000), Ok(()));
+    assert_eq!(nested(2_001, 2_000), too_deep(2_000));
+}
+
+#[test]
 fn duplicate_keys_follow_the_policy() {
     let strict = Options {
         duplicate_keys: DuplicateKeys::Error,
