@@ -16,7 +16,9 @@
 //!
 //! Stage 2 costs about as much as stage 1, so the loop is kept small: one
 //! loop per kind of container, so what may follow a value is known from
-//! where the code is; the innermost container lives in locals; the byte
+//! where the code is; of the innermost container only its count and
+//! closing byte live in locals, the rest in its frame, a stack kept by
+//! two pointers (docs/benchmarks.md, "The frame stack by pointers"); the byte
 //! at an entry is read without a bounds check (stage 1's positions lie
 //! inside the text; see [`validate_unchecked`]), and so is the entry
 //! itself in a text that ends with a bracket (see `walk`); a string is
@@ -112,18 +114,21 @@ impl Isa {
     }
 }
 
-/// An open container during the walk.
+/// An open container during the walk: what its close needs of it, and
+/// the state of the container around it, which the walk keeps in locals
+/// meanwhile.
 #[derive(Clone, Copy, Debug)]
 struct Frame {
-    /// Entry of the opening bracket.
+    /// Entry of its opening bracket.
     open: u32,
-    /// Members or elements seen so far.
-    count: u32,
-    /// The byte that closes it: `}`, `]`, or 0 for the root (no
-    /// container: the text is one value).
-    close: u32,
-    /// Where this object's keys start in `Scratch::keys`.
+    /// Where its keys start in `Scratch::keys`, for an object under
+    /// [`DuplicateKeys::Error`].
     keys_from: u32,
+    /// Members or elements of the container around it seen so far.
+    count: u32,
+    /// The byte that closes the container around it: `}`, `]`, or 0 for
+    /// the root (no container: the text is one value).
+    close: u32,
 }
 
 /// Reusable working memory of the walk.
@@ -513,13 +518,11 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
     let mut next_escape = 0usize;
     let mut escape_at = escapes.first().copied().unwrap_or(u32::MAX);
     let mut i = 0usize;
-    // The innermost open container (its parents are on the frame stack):
-    // its opening entry, members or elements so far, closing byte (0 for
-    // the root, which is no container).
-    let mut open = 0u32;
+    // The innermost open container: members or elements so far, closing
+    // byte (0 for the root, which is no container). Its opening entry is
+    // in its frame, and so are the state of the containers around it.
     let mut count = 0u32;
     let mut close = 0u8;
-    let mut keys_from = 0u32;
     // The frame stack, by pointers into the buffer of `frames`, whose
     // length stays 0: a push compares its top with one limit, the end of
     // the buffer or the depth limit, whichever comes first.
@@ -742,19 +745,15 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
                         // SAFETY: top is below limit, inside the buffer.
                         unsafe {
                             top.write(Frame {
-                                open,
+                                open: i as u32,
+                                keys_from: if STRICT { keys.len() as u32 } else { 0 },
                                 count,
                                 close: u32::from(close),
-                                keys_from,
                             });
                             top = top.add(1);
                         }
-                        open = i as u32;
                         count = 0;
                         close = closer;
-                        if STRICT {
-                            keys_from = keys.len() as u32;
-                        }
                         if closer == b'}' {
                             member_key!(i + 1, ErrorCode::ExpectedKeyOrBrace);
                         } else {
@@ -817,23 +816,19 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
         // Entry i closes the innermost container; the ones it closes in
         // turn are handled here too.
         loop {
-            if STRICT && close == b'}' {
-                check_keys(text, links, keys, keys_from as usize, duplicates)?;
-            }
-            link!(open as usize, i as u32);
-            link!(i, count);
             // SAFETY: the container being closed pushed a frame, which
             // is below the top.
-            let parent = unsafe {
+            let frame = unsafe {
                 top = top.sub(1);
                 top.read()
             };
-            open = parent.open;
-            count = parent.count;
-            close = parent.close as u8;
-            if STRICT {
-                keys_from = parent.keys_from;
+            if STRICT && close == b'}' {
+                check_keys(text, links, keys, frame.keys_from as usize, duplicates)?;
             }
+            link!(frame.open as usize, i as u32);
+            link!(i, count);
+            count = frame.count;
+            close = frame.close as u8;
             i += 1;
             // Past a closing bracket the text may end: a checked read.
             separator!(close, 'walk, checked_byte);
