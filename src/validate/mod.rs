@@ -17,7 +17,7 @@
 //! Stage 2 costs about as much as stage 1, so the loop is kept small: one
 //! loop per kind of container, so what may follow a value is known from
 //! where the code is; of the innermost container only its count and
-//! closing byte live in locals, the rest in its frame, a stack kept by
+//! closing byte live in locals, the rest in its frame, on a stack kept by
 //! two pointers (docs/benchmarks.md, "The frame stack by pointers"); the byte
 //! at an entry is read without a bounds check (stage 1's positions lie
 //! inside the text; see [`validate_unchecked`]), and so is the entry
@@ -520,7 +520,7 @@ unsafe fn walk<const STRICT: bool, const CLOSED: bool>(
     let mut i = 0usize;
     // The innermost open container: members or elements so far, closing
     // byte (0 for the root, which is no container). Its opening entry is
-    // in its frame, and so are the state of the containers around it.
+    // in its frame, and so is the state of the containers around it.
     let mut count = 0u32;
     let mut close = 0u8;
     // The frame stack, by pointers into the buffer of `frames`, whose
