@@ -450,7 +450,7 @@ mod tests {
     fn specials_flag_the_first_special_byte_exactly() {
         let alphabet = b"ab\"\\/\x00\x1f\x20\x7f\x80\xff~\n";
         let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        for _ in 0..50_000 {
+        for _ in 0..crate::testing::rounds(50_000) {
             let mut chunk = [0u8; CHUNK];
             for b in &mut chunk {
                 seed ^= seed << 13;
@@ -509,7 +509,7 @@ mod tests {
     #[test]
     fn random_text_matches_the_reference() {
         let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        for _ in 0..2000 {
+        for _ in 0..crate::testing::rounds(2000) {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;

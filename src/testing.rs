@@ -5,6 +5,14 @@
 
 use crate::error::{Error, ErrorCode};
 
+/// The iterations of a randomized test that runs `n` natively: under
+/// Miri, which interprets every step about a million times slower, a
+/// thousandth of them (at least 20), so that `make sanitize` checks each
+/// test's code paths in minutes rather than hours.
+pub fn rounds(n: usize) -> usize {
+    if cfg!(miri) { (n / 1000).max(20) } else { n }
+}
+
 /// xorshift64*: small, seeded, reproducible.
 pub struct Rng(u64);
 

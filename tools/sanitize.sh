@@ -59,6 +59,7 @@ sweeps=(
     long_texts_across_runs_and_a_tail_after_a_full_run blocks_of_every_density
     the_window_agrees_with_the_byte_reader
     errors_match_the_reference_on_mutated_documents
+    frees_documents_that_hold_much_memory
 )
 skip=()
 for t in "${sweeps[@]}"; do skip+=(--skip "$t"); done

@@ -312,16 +312,34 @@ mod tests {
         read_all(unsafe { slots.attach(block) }.expect("attached"))
     }
 
+    /// A block handed to another thread: a block holds a pointer, which
+    /// is not `Send`. (A pointer keeps its provenance, which Miri's strict
+    /// provenance checks; an address made back into a pointer would not.)
+    struct SentBlock(*mut Block);
+
+    // SAFETY: the one thread the block is sent to is scoped, and the block
+    // outlives it; nothing else uses the block meanwhile.
+    unsafe impl Send for SentBlock {}
+    // SAFETY: as above: shared only with that thread, which alone uses it.
+    unsafe impl Sync for SentBlock {}
+
+    impl SentBlock {
+        /// The block (a method, so that a closure takes the whole
+        /// `SentBlock`, not its field).
+        fn pointer(&self) -> *mut Block {
+            self.0
+        }
+    }
+
     /// [`read_all`] of a document of its own, checked against a block
     /// parsed by other slots on another thread (which `slots` load from
     /// the text).
     fn expected(slots: &mut Slots, text: &'static [u8]) -> Vec<String> {
         let mut block = Block::default();
-        // (A block holds a pointer, which is not `Send`: its address is.)
-        let address = core::ptr::from_mut(&mut block).expose_provenance();
+        let sent = SentBlock(core::ptr::from_mut(&mut block));
         std::thread::scope(|s| {
             s.spawn(|| {
-                let block = core::ptr::with_exposed_provenance_mut::<Block>(address);
+                let block = sent.pointer();
                 // SAFETY: the block on the stack frame of the scope, which
                 // outlives the thread.
                 parse(&mut Slots::default(), text, &Options::default(), unsafe {

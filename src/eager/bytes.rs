@@ -328,7 +328,7 @@ mod tests {
                 special.trailing_zeros()
             }
         };
-        for _ in 0..100_000 {
+        for _ in 0..crate::testing::rounds(100_000) {
             let chunk: Vec<u8> = (0..SCAN).map(|_| rng.pick(alphabet)).collect();
             let high_mask = |bytes: &[u8]| {
                 bytes

@@ -479,7 +479,7 @@ fn numbers_are_the_parsers() {
     // The walk reads short integers itself and gives the rest to
     // number::to_f64 (whose own tests cover its fast path).
     let mut rng = Rng::new(99);
-    for _ in 0..50_000 {
+    for _ in 0..crate::testing::rounds(50_000) {
         let s = crate::testing::random_number(&mut rng, 3, 4);
         for text in [s.clone(), format!("[{s}]"), format!("{{\"k\":{s} }}")] {
             assert!(agrees(text.as_bytes(), &Options::default()), "{text}");

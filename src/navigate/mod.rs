@@ -540,7 +540,7 @@ mod tests {
             x ^= x << 17;
             (x % n as u64) as usize
         };
-        for _ in 0..3000 {
+        for _ in 0..crate::testing::rounds(3000) {
             let members: Vec<String> = (0..next(12))
                 .map(|_| {
                     format!(

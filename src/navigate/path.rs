@@ -227,7 +227,7 @@ mod tests {
         let alphabet = [
             b'.', b'[', b']', b'-', b'/', b'Z', b'\\', b'a', 0x00, 0x01, 0x2f, 0xff,
         ];
-        for _ in 0..20_000 {
+        for _ in 0..crate::testing::rounds(20_000) {
             let len = rng.below(40);
             let path: Vec<u8> = (0..len).map(|_| rng.pick(&alphabet)).collect();
             let expected = path.iter().take_while(|&&b| b != b'.' && b != b'[').count();

@@ -454,7 +454,7 @@ mod tests {
         // SAFETY: the CPU has the `aes` feature.
         let pmull = unsafe { Neon::new_unchecked() };
         let mut rng = Rng::new(5);
-        for _ in 0..10_000 {
+        for _ in 0..crate::testing::rounds(10_000) {
             let bits = rng.next_u64() & rng.next_u64();
             assert_eq!(pmull.prefix_xor(bits), Neon::new().prefix_xor(bits));
         }

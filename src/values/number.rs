@@ -1117,7 +1117,7 @@ mod tests {
     fn the_window_agrees_with_the_byte_reader() {
         let mut rng = crate::testing::Rng::new(7);
         let alphabet = b"0123456789000-+.eE ,]x";
-        for _ in 0..200_000 {
+        for _ in 0..crate::testing::rounds(200_000) {
             let len = rng.below(40);
             let text: Vec<u8> = (0..len + WINDOW).map(|_| rng.pick(alphabet)).collect();
             for start in 0..3 {
@@ -1633,7 +1633,7 @@ mod tests {
     fn the_fast_paths_are_the_parsers() {
         let mut rng = crate::testing::Rng::new(99);
         let mut paths = [0; 3];
-        for _ in 0..300_000 {
+        for _ in 0..crate::testing::rounds(300_000) {
             let s = crate::testing::random_number(&mut rng, 2, 3);
             assert_eq!(number_end(s.as_bytes(), 0), Some(s.len()), "{s}");
             paths[path(&s)] += 1;
@@ -1702,7 +1702,7 @@ mod tests {
     fn random_numbers_across_the_whole_range() {
         let mut rng = crate::testing::Rng::new(2021);
         let mut paths = [0; 3];
-        for _ in 0..1_000_000 {
+        for _ in 0..crate::testing::rounds(1_000_000) {
             let s = random_spelling(&mut rng);
             assert_eq!(number_end(s.as_bytes(), 0), Some(s.len()), "{s}");
             paths[path(&s)] += 1;
