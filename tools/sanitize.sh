@@ -59,7 +59,11 @@ sweeps=(
     long_texts_across_runs_and_a_tail_after_a_full_run blocks_of_every_density
     the_window_agrees_with_the_byte_reader
     errors_match_the_reference_on_mutated_documents
-    frees_documents_that_hold_much_memory
+    frees_documents_that_hold_much_memory plain_numbers_are_whole_numbers
+    any_bytes_as_the_parser_reads_them dyadic_values_round_exactly
+    near_halfway_between_doubles numbers_are_checked_alike_at_every_length
+    every_way_of_checking_finds_the_first_repeat
+    agrees_with_validation_on_generated_and_mutated_texts
 )
 skip=()
 for t in "${sweeps[@]}"; do skip+=(--skip "$t"); done

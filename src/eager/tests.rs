@@ -414,7 +414,9 @@ fn a_text_broken_at_every_offset_is_refused_as_validation_refuses_it() {
     }
     text.push(b']');
     assert!(agrees(&text, &Options::default()));
-    for at in 0..text.len() {
+    // Under Miri, every 97th offset: each is a dozen parses of the text.
+    let step = if cfg!(miri) { 97 } else { 1 };
+    for at in (0..text.len()).step_by(step) {
         for byte in [b'\x01', b'"', b'\\', b'}', 0xc3] {
             let mut bad = text.clone();
             bad.insert(at, byte);
