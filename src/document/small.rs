@@ -312,20 +312,18 @@ mod tests {
         read_all(unsafe { slots.attach(block) }.expect("attached"))
     }
 
-    /// A block handed to another thread: a block holds a pointer, which
-    /// is not `Send`. (A pointer keeps its provenance, which Miri's strict
+    /// A block lent to another thread: a block holds a pointer, which is
+    /// not `Sync`. (A pointer keeps its provenance, which Miri's strict
     /// provenance checks; an address made back into a pointer would not.)
-    struct SentBlock(*mut Block);
+    struct SharedBlock(*mut Block);
 
-    // SAFETY: the one thread the block is sent to is scoped, and the block
-    // outlives it; nothing else uses the block meanwhile.
-    unsafe impl Send for SentBlock {}
-    // SAFETY: as above: shared only with that thread, which alone uses it.
-    unsafe impl Sync for SentBlock {}
+    // SAFETY: shared only with one scoped thread, which the block
+    // outlives and which alone uses it meanwhile.
+    unsafe impl Sync for SharedBlock {}
 
-    impl SentBlock {
-        /// The block (a method, so that a closure takes the whole
-        /// `SentBlock`, not its field).
+    impl SharedBlock {
+        /// The block (a method, so that a closure borrows the whole
+        /// `SharedBlock`, not its field).
         fn pointer(&self) -> *mut Block {
             self.0
         }
@@ -336,10 +334,10 @@ mod tests {
     /// the text).
     fn expected(slots: &mut Slots, text: &'static [u8]) -> Vec<String> {
         let mut block = Block::default();
-        let sent = SentBlock(core::ptr::from_mut(&mut block));
+        let shared = SharedBlock(core::ptr::from_mut(&mut block));
         std::thread::scope(|s| {
             s.spawn(|| {
-                let block = sent.pointer();
+                let block = shared.pointer();
                 // SAFETY: the block on the stack frame of the scope, which
                 // outlives the thread.
                 parse(&mut Slots::default(), text, &Options::default(), unsafe {
