@@ -36,29 +36,37 @@ use super::generic::{Masks, Pass, Simd, Utf8Check};
 use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
 
 /// Proof that the CPU supports AVX-512F, AVX-512BW, AVX-512 VBMI and
-/// VBMI2, and PCLMULQDQ.
+/// VBMI2, and PCLMULQDQ. `PAIRS`: whether the run classifies two blocks a
+/// turn ([`Simd::PAIRS_BLOCKS`]), which `scan::mod` chooses by the CPU.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Avx512(());
+pub(crate) struct Avx512<const PAIRS: bool>(());
 
-impl Avx512 {
+impl Avx512<false> {
     /// # Safety
     /// The CPU must support AVX-512F, AVX-512BW, AVX-512 VBMI and VBMI2,
     /// PCLMULQDQ,
     /// POPCNT and BMI1 (checked at run time by `scan::mod`, the only
     /// caller).
-    pub(crate) unsafe fn new_unchecked() -> Avx512 {
+    pub(crate) unsafe fn new_unchecked() -> Avx512<false> {
         Avx512(())
     }
 }
 
-/// Runs `pass` (stage 1, or the UTF-8 check alone) with this kernel.
-pub(crate) fn run<P: Pass>(token: Avx512, pass: P) -> P::Output {
-    // SAFETY: an `Avx512` exists, so the CPU has the features below.
-    unsafe { run_avx512(token, pass) }
+/// Runs `pass` (stage 1, or the UTF-8 check alone) with this kernel, two
+/// blocks a turn when `pairs_blocks`.
+pub(crate) fn run<P: Pass>(token: Avx512<false>, pairs_blocks: bool, pass: P) -> P::Output {
+    if pairs_blocks {
+        // SAFETY: an `Avx512` exists, so the CPU has the features below;
+        // the paired token stands for the same features.
+        unsafe { run_avx512(Avx512::<true>(()), pass) }
+    } else {
+        // SAFETY: as above.
+        unsafe { run_avx512(token, pass) }
+    }
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,pclmulqdq,popcnt,bmi1")]
-unsafe fn run_avx512<P: Pass>(token: Avx512, pass: P) -> P::Output {
+unsafe fn run_avx512<const PAIRS: bool, P: Pass>(token: Avx512<PAIRS>, pass: P) -> P::Output {
     // SAFETY: the enabled features are those `Avx512` stands for.
     unsafe { pass.run(token) }
 }
@@ -72,7 +80,7 @@ fn table(t: &[u8; 16]) -> __m512i {
     unsafe { _mm512_broadcast_i32x4(_mm_loadu_si128(t.as_ptr().cast())) }
 }
 
-impl Simd for Avx512 {
+impl<const PAIRS: bool> Simd for Avx512<PAIRS> {
     type Block = __m512i;
     type Utf8 = Utf8;
 
@@ -190,12 +198,12 @@ impl Simd for Avx512 {
     /// between the blocks' classifying (see `generic::scan`).
     const WRITES_AS_IT_SCANS: bool = true;
 
-    /// The late writer overlaps one block's write with the next block's
-    /// classifying already, and a second block a turn ran slower: stage 1
-    /// against simdjson's `icelake` on twitter, citm_catalog and canada,
-    /// medians of three runs, 0.92, 0.90, 0.90 paired, 0.98, 0.95, 0.94
-    /// one block a turn (on the AMD EPYC of the Zen 5 generation).
-    const PAIRS_BLOCKS: bool = false;
+    /// Chosen by the CPU (`scan::mod`'s `avx512_pairs_blocks`): the late
+    /// writer already overlaps one block's write with the next block's
+    /// classifying, and whether a second block a turn helps beyond that
+    /// depends on the core (docs/benchmarks.md, "Two blocks a turn on
+    /// Intel, one on AMD").
+    const PAIRS_BLOCKS: bool = PAIRS;
 
     /// [`write_offsets_by_compress`] stores 16 at a time.
     const WRITE_SLACK: usize = 16;

@@ -138,9 +138,11 @@ pub(crate) trait Simd: Copy {
     /// 12.5, canada 11.1 -> 12.3. AVX2 still gains: one block a turn ran
     /// its stage 1 at 0.80-0.83x simdjson's `haswell` on twitter and
     /// citm_catalog against 0.84-0.87x. A kernel that runs faster one
-    /// block a turn says so, with its figures (`avx512`, `scalar`). NEON
-    /// keeps the default untimed: it runs here only under emulation.
-    /// (docs/benchmarks.md, "One block a turn when writing late".)
+    /// block a turn says so, with its figures (`scalar`; `avx512` on
+    /// AMD's cores, chosen at run time). NEON keeps the default untimed:
+    /// it runs here only under emulation. (docs/benchmarks.md, "One block
+    /// a turn when writing late", "Two blocks a turn on Intel, one on
+    /// AMD".)
     const PAIRS_BLOCKS: bool = true;
 
     /// How many slots past its offsets [`Simd::write_offsets`] may write:
@@ -559,8 +561,8 @@ unsafe fn string_run<S: Simd>(simd: S, input: &[u8]) -> (usize, bool) {
 ///   0.86x simdjson's `icelake` on citm_catalog and canada written at
 ///   once, 0.89x one block late, twitter 0.91x either way (`cargo bench
 ///   --bench core`, five runs and ten; docs/benchmarks.md, "Offsets
-///   written one block late"), and one block a turn, not two
-///   ([`Simd::PAIRS_BLOCKS`]). This needs room for
+///   written one block late"), and there one block a turn, not two
+///   ([`Simd::PAIRS_BLOCKS`], chosen by the CPU). This needs room for
 ///   64 offsets per block of the run before it starts: made for inputs
 ///   of more than one run, where it is at most 16 KB past the entries;
 ///   a smaller input is written this way only into room it already has

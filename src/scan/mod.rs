@@ -178,28 +178,66 @@ fn decide_for(forced: Option<&str>) -> Option<Kernel> {
     }
 }
 
-/// [`cpu_has_x86_v3`]'s answer: 0 until asked, then 1 (no) or 2 (yes).
-#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-static X86_V3: AtomicU8 = AtomicU8::new(0);
-
-/// Whether the CPU has every extension stage 2's x86-64-v3 build is
-/// compiled with (AVX2, BMI1, BMI2, LZCNT, POPCNT): asked once, then
-/// cached, as every parse asks.
+/// `ask()`, asked once and then kept in `cell` (0 until asked, then 1
+/// for no, 2 for yes): for the questions about the CPU that every parse
+/// asks.
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 #[inline]
-fn cpu_has_x86_v3() -> bool {
-    match X86_V3.load(Ordering::Relaxed) {
+fn cached(cell: &AtomicU8, ask: impl FnOnce() -> bool) -> bool {
+    match cell.load(Ordering::Relaxed) {
         0 => {
-            let yes = std::is_x86_feature_detected!("avx2")
-                && std::is_x86_feature_detected!("bmi1")
-                && std::is_x86_feature_detected!("bmi2")
-                && std::is_x86_feature_detected!("lzcnt")
-                && std::is_x86_feature_detected!("popcnt");
-            X86_V3.store(1 + u8::from(yes), Ordering::Relaxed);
+            let yes = ask();
+            cell.store(1 + u8::from(yes), Ordering::Relaxed);
             yes
         }
         v => v == 2,
     }
+}
+
+/// [`cpu_has_x86_v3`]'s answer, [`cached`].
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+static X86_V3: AtomicU8 = AtomicU8::new(0);
+
+/// Whether the CPU has every extension stage 2's x86-64-v3 build is
+/// compiled with (AVX2, BMI1, BMI2, LZCNT, POPCNT).
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+#[inline]
+fn cpu_has_x86_v3() -> bool {
+    cached(&X86_V3, || {
+        std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("bmi1")
+            && std::is_x86_feature_detected!("bmi2")
+            && std::is_x86_feature_detected!("lzcnt")
+            && std::is_x86_feature_detected!("popcnt")
+    })
+}
+
+/// [`avx512_pairs_blocks`]'s answer, [`cached`].
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+static AVX512_PAIRS: AtomicU8 = AtomicU8::new(0);
+
+/// Whether the `avx512` kernel classifies two blocks a turn
+/// (`generic::Simd::PAIRS_BLOCKS`): on every CPU but AMD's. Its offsets
+/// are written one block late, so one block's write already overlaps the
+/// next block's classifying; whether a second block a turn gains more
+/// depends on the core. Stage 1 against simdjson's `icelake` on
+/// twitter, citm_catalog and canada (`cargo bench --bench core`): on an
+/// Intel Xeon (family 6, model 207) 1.04-1.10x paired against
+/// 0.93-1.02x one block a turn; on AMD's Zen 5, 0.92, 0.90, 0.90 paired
+/// against 0.98, 0.95, 0.94 (docs/benchmarks.md, "Two blocks a turn on
+/// Intel, one on AMD"). AMD's Zen 4 is untimed and follows Zen 5.
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+fn avx512_pairs_blocks() -> bool {
+    #[cfg(target_arch = "x86")]
+    use core::arch::x86::__cpuid;
+    #[cfg(target_arch = "x86_64")]
+    use core::arch::x86_64::__cpuid;
+    cached(&AVX512_PAIRS, || {
+        // Leaf 0: the vendor's name in EBX, EDX, ECX.
+        let vendor = __cpuid(0);
+        let amd = [vendor.ebx, vendor.edx, vendor.ecx].map(u32::to_le_bytes);
+        amd != [*b"Auth", *b"enti", *b"cAMD"]
+    })
 }
 
 /// Inputs must be shorter than this: offsets are `u32`.
@@ -276,6 +314,25 @@ pub fn string_content_run(input: &[u8]) -> (usize, bool) {
 /// # Safety
 /// The CPU supports `kernel` ([`Kernel::is_supported`]).
 unsafe fn run_pass<P: generic::Pass>(kernel: Kernel, pass: P) -> Option<P::Output> {
+    // SAFETY: forwarded from the caller.
+    unsafe { run_pass_turns(kernel, None, pass) }
+}
+
+/// [`run_pass`], `avx512_pairs` saying whether the `avx512` kernel
+/// classifies two blocks a turn (`None`: as this CPU runs it, see
+/// [`avx512_pairs_blocks`]), so that tests run both ways on any CPU.
+///
+/// # Safety
+/// The CPU supports `kernel` ([`Kernel::is_supported`]).
+unsafe fn run_pass_turns<P: generic::Pass>(
+    kernel: Kernel,
+    #[cfg_attr(
+        not(any(target_arch = "x86", target_arch = "x86_64")),
+        allow(unused_variables)
+    )]
+    avx512_pairs: Option<bool>,
+    pass: P,
+) -> Option<P::Output> {
     match kernel {
         Kernel::Scalar => {
             let simd = scalar::Scalar::new(pass.input());
@@ -292,7 +349,8 @@ unsafe fn run_pass<P: generic::Pass>(kernel: Kernel, pass: P) -> Option<P::Outpu
         Kernel::Avx512 => {
             // SAFETY: the caller vouches for the features.
             let token = unsafe { avx512::Avx512::new_unchecked() };
-            Some(avx512::run(token, pass))
+            let pairs = avx512_pairs.unwrap_or_else(avx512_pairs_blocks);
+            Some(avx512::run(token, pairs, pass))
         }
         #[cfg(target_arch = "aarch64")]
         Kernel::Neon => {

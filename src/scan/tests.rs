@@ -5,7 +5,8 @@ use super::*;
 use crate::testing::{GuardedPage, Rng, naive_scan, random_json, random_text};
 
 /// Stage 1 of `input` with `kernel` into a new index: its positions and
-/// escapes.
+/// escapes. The `avx512` kernel runs both one block and two a turn
+/// (`run_pass_turns`), which must agree, whichever this CPU is given.
 ///
 /// `roomy`: the index starts with room for every offset (as a pooled
 /// document's has), poisoned: a writer that skips a slot leaves the
@@ -15,12 +16,35 @@ use crate::testing::{GuardedPage, Rng, naive_scan, random_json, random_text};
 /// input of one run has its offsets written after the run
 /// (`generic::scan` explains both ways).
 fn run(kernel: Kernel, input: &[u8], roomy: bool) -> Result<(Vec<u32>, Vec<u32>)> {
-    let mut index = Index::default();
-    if roomy {
-        index.positions = vec![u32::MAX; 2 * input.len() + 256];
-        index.positions.clear();
+    let turns: &[Option<bool>] = match kernel {
+        Kernel::Avx512 => &[Some(false), Some(true)],
+        _ => &[None],
+    };
+    let mut results = turns.iter().map(|&avx512_pairs| {
+        let mut index = Index::default();
+        if roomy {
+            index.positions = vec![u32::MAX; 2 * input.len() + 256];
+            index.positions.clear();
+        }
+        let stage1 = generic::Stage1 {
+            input,
+            index: &mut index,
+        };
+        // SAFETY: the callers pass kernels from `supported_kernels`.
+        unsafe { run_pass_turns(kernel, avx512_pairs, stage1) }
+            .expect("a kernel of this architecture")
+            .map(|()| (index.positions, index.escapes))
+    });
+    let first = results.next().expect("one way at least");
+    for other in results {
+        assert_eq!(
+            other,
+            first,
+            "kernel {}: one block and two a turn disagree",
+            kernel.name()
+        );
     }
-    scan_with(kernel, input, &mut index).map(|()| (index.positions, index.escapes))
+    first
 }
 
 /// Checks every supported kernel against the oracle on `input`, and on
