@@ -233,10 +233,13 @@ fn avx512_pairs_blocks() -> bool {
     #[cfg(target_arch = "x86_64")]
     use core::arch::x86_64::__cpuid;
     cached(&AVX512_PAIRS, || {
-        // Leaf 0: the vendor's name in EBX, EDX, ECX.
-        let vendor = __cpuid(0);
-        let amd = [vendor.ebx, vendor.edx, vendor.ecx].map(u32::to_le_bytes);
-        amd != [*b"Auth", *b"enti", *b"cAMD"]
+        // Leaf 0: the vendor's name in EBX, EDX, ECX. (`__cpuid` is safe
+        // in today's Rust, unsafe in older ones that rust-version admits.)
+        // SAFETY: every CPU with AVX-512, the only one asked, has CPUID.
+        #[allow(unused_unsafe)]
+        let leaf = unsafe { __cpuid(0) };
+        let vendor = [leaf.ebx, leaf.edx, leaf.ecx].map(u32::to_le_bytes);
+        vendor != [*b"Auth", *b"enti", *b"cAMD"]
     })
 }
 
