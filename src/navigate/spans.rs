@@ -93,7 +93,9 @@ pub fn object(
             if tree.has_escapes(key) {
                 let from = arena.len();
                 string::unescape_into(body, arena);
-                span.key = from as *const u8;
+                // The offset for now, made a pointer once `arena` has
+                // stopped growing (below).
+                span.key = core::ptr::without_provenance(from);
                 span.key_len = (arena.len() - from) as u32;
                 span.live |= IN_ARENA;
                 any_in_arena = true;
@@ -110,7 +112,7 @@ pub fn object(
             span.live &= !IN_ARENA;
             // SAFETY: spans marked IN_ARENA hold an offset within `arena`
             // (where their key was decoded), so the pointer stays in bounds.
-            span.key = unsafe { base.add(span.key as usize) };
+            span.key = unsafe { base.add(span.key.addr()) };
         }
     }
 }
