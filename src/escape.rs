@@ -427,8 +427,14 @@ mod tests {
 
     #[test]
     fn escape_into_matches_the_reference() {
+        // Miri, which interprets every step, takes the ends and the middle.
+        let positions: Vec<usize> = if cfg!(miri) {
+            vec![0, 1, 10, 18, 19]
+        } else {
+            (0..20).collect()
+        };
         for byte in 0..=255u8 {
-            for position in 0..20 {
+            for &position in &positions {
                 let mut src = vec![b'x'; 19];
                 src.insert(position, byte);
                 for slash in [true, false] {

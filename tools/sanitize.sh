@@ -64,6 +64,10 @@ sweeps=(
     near_halfway_between_doubles numbers_are_checked_alike_at_every_length
     every_way_of_checking_finds_the_first_repeat
     agrees_with_validation_on_generated_and_mutated_texts
+    strings_of_every_length_around_the_simd_check_agree_on_utf8
+    escapes_agree_with_validation_at_every_offset_around_the_chunks
+    runs_of_escapes_decode_as_validation_and_reads_do long_strings_end_where_validation_ends_them
+    keys_chosen_to_collide_cost_linear_work
 )
 skip=()
 for t in "${sweeps[@]}"; do skip+=(--skip "$t"); done
