@@ -13,6 +13,12 @@ pub fn rounds(n: usize) -> usize {
     if cfg!(miri) { (n / 1000).max(20) } else { n }
 }
 
+/// The sizes a test runs: every one of `all` natively; under Miri, the
+/// first `under_miri` of them, the same code paths at smaller sizes.
+pub fn sizes<T>(all: &[T], under_miri: usize) -> &[T] {
+    if cfg!(miri) { &all[..under_miri] } else { all }
+}
+
 /// xorshift64*: small, seeded, reproducible.
 pub struct Rng(u64);
 

@@ -344,14 +344,8 @@ fn rejects_what_validation_rejects() {
 #[test]
 fn depth_and_duplicate_keys_follow_the_options() {
     let nested = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
-    // Miri interprets every step: the limit is the same code at 64 as at
-    // 1000.
-    let depths: &[u32] = if cfg!(miri) {
-        &[1, 2, 5, 64]
-    } else {
-        &[1, 2, 5, 64, 1000]
-    };
-    for &depth in depths {
+    // Under Miri up to 64: the limit is the same code as at 1000.
+    for &depth in crate::testing::sizes(&[1, 2, 5, 64, 1000], 4) {
         let opts = Options {
             max_depth: depth,
             ..Options::default()
@@ -436,14 +430,8 @@ fn a_text_broken_at_every_offset_is_refused_as_validation_refuses_it() {
 #[test]
 fn long_containers_are_stored_in_chunks() {
     let mut rng = Rng::new(11);
-    // Miri, which interprets every step, takes the sizes around one and
-    // two chunks.
-    let sizes: &[usize] = if cfg!(miri) {
-        &[63, 64, 65, 127, 128, 129]
-    } else {
-        &[63, 64, 65, 127, 128, 129, 1000]
-    };
-    for &n in sizes {
+    // Under Miri the sizes around one and two chunks.
+    for &n in crate::testing::sizes(&[63, 64, 65, 127, 128, 129, 1000], 6) {
         let array = format!(
             "[{}]",
             (0..n).map(|k| k.to_string()).collect::<Vec<_>>().join(",")

@@ -998,13 +998,7 @@ mod tests {
 
     #[test]
     fn tables_cost_at_most_8_bytes_per_indexed_element_or_member() {
-        // Miri, which interprets every step, takes the smaller sizes.
-        let sizes: &[usize] = if cfg!(miri) {
-            &[17, 18, 100, 1_000]
-        } else {
-            &[17, 18, 100, 1_000, 4_096, 10_000]
-        };
-        for &n in sizes {
+        for &n in crate::testing::sizes(&[17, 18, 100, 1_000, 4_096, 10_000], 4) {
             let text = messages(n);
             let mut d = parse(&text);
             reverse(&mut d, n);

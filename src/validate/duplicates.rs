@@ -647,13 +647,7 @@ mod tests {
     #[test]
     fn keys_of_real_objects_are_placed_quickly() {
         let mut rng = Rng::new(22);
-        // Miri, which interprets every step, takes the two smaller sizes.
-        let sizes: &[usize] = if cfg!(miri) {
-            &[20, 500]
-        } else {
-            &[20, 500, 20_000]
-        };
-        for &n in sizes {
+        for &n in crate::testing::sizes(&[20, 500, 20_000], 2) {
             // Field names, numeric ids of one length, random words.
             for keys in [
                 (0..n).map(|i| format!("field_{i}")).collect::<Vec<_>>(),
