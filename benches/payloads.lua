@@ -1,5 +1,5 @@
 -- Deterministic benchmark payloads (no downloads): the chat-completion
--- request ladder, one in Chinese, a GitHub-API-shaped response and the
+-- request ladder, one in Chinese, one of source code, a GitHub-API-shaped response and the
 -- events of a streamed chat completion. The same arguments always give the same bytes.
 --
 --   luajit benches/payloads.lua DIR     writes each payload to DIR/<name>.json
@@ -148,6 +148,40 @@ function _M.chat_cjk(bytes)
         size = size + #messages[#messages] + 1
     end
     return '{"model":"qwen-max","messages":[' .. concat(messages, ",") .. "]}"
+end
+
+local CODE_WORDS = {
+    "local", "function", "return", "end", "if", "then", "else", "for", "in", "pairs",
+    "do", "nil", "true", "self", "ngx.ctx", "body", "json.decode(body)", "req", "==", "=",
+    "ngx.log(ngx.ERR,", "#messages", "tostring(x)", "..", "(n + 1)", "ok, err",
+}
+
+-- A chat-completion request of about `bytes` bytes whose user message
+-- asks about source code, as a coding assistant sends it: JSON escapes
+-- on every line (`\n`, some indents as `\t`, string literals as
+-- `\"...\"`, a `\\` now and then), about one every 20 bytes.
+function _M.chat_code(bytes)
+    local lines, size, x = {}, 200, 2654435761
+    while size < bytes do
+        x = xorshift(x)
+        local r = band(x, 0x7fffffff)
+        local line = { r % 4 == 0 and "\\t" or string.rep("    ", r % 3) }
+        for i = 2, 3 + r % 7 do
+            x = xorshift(x)
+            line[i] = CODE_WORDS[band(x, 0x7fffffff) % #CODE_WORDS + 1]
+        end
+        if r % 5 == 0 then
+            line[#line + 1] = '\\"' .. CODE_WORDS[r % #CODE_WORDS + 1] .. '\\"'
+        elseif r % 17 == 0 then
+            line[#line + 1] = '\\"C:\\\\temp\\\\' .. r % 1000 .. '\\"'
+        end
+        lines[#lines + 1] = concat(line, " ")
+        size = size + #lines[#lines] + 2
+    end
+    return '{"model":"gpt-4o","temperature":0.2,"messages":['
+        .. '{"role":"system","content":"You are a careful code reviewer."},'
+        .. '{"role":"user","content":"Review this module:\\n```lua\\n'
+        .. concat(lines, "\\n") .. '\\n```"}]}'
 end
 
 -- `text` with every character beyond ASCII written as a `\uXXXX` escape
@@ -334,6 +368,7 @@ if arg and arg[0] and arg[0]:match("payloads%.lua$") and arg[1] then
         write("chat-" .. rung[1]:gsub(" ", ""), _M.chat(rung[2]))
     end
     write("github-100k", _M.github(100e3))
+    write("chat-code-100KB", _M.chat_code(100e3))
     return
 end
 

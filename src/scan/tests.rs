@@ -351,6 +351,44 @@ fn specials_at_every_offset_of_a_long_string() {
 }
 
 #[test]
+fn specials_at_every_offset_of_a_long_string_with_escapes() {
+    // A long string with an escape in every block (source code in a chat
+    // message) takes its blocks as escaped content, past the prefix XOR
+    // and the writer: the string's end, a control byte (escaped or not),
+    // escaped quotes and backslashes, backslash runs across blocks and
+    // UTF-8, right or broken, at every offset must come out as the
+    // oracle has them.
+    let line = br#"  x = \"a\\b\" .. y\n"#;
+    let specials: [&[u8]; 9] = [
+        b"\"",
+        b"\x01",
+        b"\\\x01",
+        br"\\\",
+        br#"\\\""#,
+        br#"\""#,
+        "\u{e9}".as_bytes(),
+        b"\xc3",
+        br"\u12",
+    ];
+    let step = if cfg!(miri) { 41 } else { 1 };
+    for special in specials {
+        for at in (2..500).step_by(step) {
+            let mut s = b"[\"".to_vec();
+            while s.len() < at {
+                s.extend_from_slice(line);
+            }
+            s.truncate(at);
+            s.extend_from_slice(special);
+            while s.len() < 700 {
+                s.extend_from_slice(line);
+            }
+            s.extend_from_slice(b"\",1]");
+            check_all_kernels(&s, false);
+        }
+    }
+}
+
+#[test]
 fn long_plain_strings_at_every_alignment_of_the_input() {
     // The skip over plain ASCII tests windows aligned in memory, starting
     // up to 63 bytes before where it was asked to: the same texts placed
