@@ -51,9 +51,16 @@ impl Rng {
 /// What stage 1 must produce for `input`: (positions, escapes), or the
 /// error every kernel must report. Written as the obvious state machine,
 /// one byte at a time, sharing no code with the kernels.
+///
+/// The escapes listed are the offsets of the bytes after active
+/// backslashes inside strings, except the short escapes that stage 1
+/// vouches for (`"` `t` `f` `\` `n` `/`) unless one is the first escape
+/// of its string within its 64-byte block of the input.
 pub fn naive_scan(input: &[u8]) -> Result<(Vec<u32>, Vec<u32>), Error> {
     let mut positions = Vec::new();
     let mut escapes = Vec::new();
+    // The block of the last escape since the last quote.
+    let mut escape_block = None;
     let mut control = None;
     let mut in_string = false;
     let mut prev_scalar = false;
@@ -63,7 +70,11 @@ pub fn naive_scan(input: &[u8]) -> Result<(Vec<u32>, Vec<u32>), Error> {
         if in_string {
             if b == b'\\' {
                 if let Some(&next) = input.get(i + 1) {
-                    escapes.push(i as u32 + 1);
+                    let block = (i + 1) / 64;
+                    if escape_block != Some(block) || !b"\"tf\\n/".contains(&next) {
+                        escapes.push(i as u32 + 1);
+                    }
+                    escape_block = Some(block);
                     if next < 0x20 && control.is_none() {
                         control = Some(i + 1);
                     }
@@ -74,6 +85,7 @@ pub fn naive_scan(input: &[u8]) -> Result<(Vec<u32>, Vec<u32>), Error> {
             if b == b'"' {
                 positions.push(i as u32);
                 in_string = false;
+                escape_block = None;
             } else if b < 0x20 && control.is_none() {
                 control = Some(i);
             }
@@ -84,6 +96,7 @@ pub fn naive_scan(input: &[u8]) -> Result<(Vec<u32>, Vec<u32>), Error> {
             b'"' => {
                 positions.push(i as u32);
                 in_string = true;
+                escape_block = None;
                 prev_scalar = false;
             }
             b'{' | b'}' | b'[' | b']' | b':' | b',' => {

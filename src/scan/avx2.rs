@@ -12,7 +12,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::classify::{OP_TABLE, WHITESPACE_TABLE};
+use super::classify::{OP_TABLE, SHORT_ESCAPE_TABLE, WHITESPACE_TABLE};
 use super::generic::{Masks, Pass, Simd, Utf8Check, write_offsets_one_by_one};
 use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
 
@@ -250,6 +250,14 @@ impl Simd for Avx2 {
             whitespace: mask64(w0, w1),
             control,
         }
+    }
+
+    #[inline(always)]
+    fn short_escapes(self, b: &Block) -> u64 {
+        let wanted = table(&SHORT_ESCAPE_TABLE);
+        // SAFETY: AVX2 intrinsics; an `Avx2` token exists.
+        let is = |v| unsafe { _mm256_cmpeq_epi8(_mm256_shuffle_epi8(wanted, v), v) };
+        mask64(is(b.lo), is(b.hi))
     }
 
     #[inline(always)]

@@ -31,7 +31,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::classify::{OP_TABLE, WHITESPACE_TABLE};
+use super::classify::{OP_TABLE, SHORT_ESCAPE_TABLE, WHITESPACE_TABLE};
 use super::generic::{Masks, Pass, Simd, Utf8Check};
 use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
 
@@ -111,6 +111,12 @@ impl<const PAIRS: bool> Simd for Avx512<PAIRS> {
                 control,
             }
         }
+    }
+
+    #[inline(always)]
+    fn short_escapes(self, &v: &__m512i) -> u64 {
+        // SAFETY: AVX-512BW intrinsics; an `Avx512` token exists.
+        unsafe { _mm512_cmpeq_epi8_mask(_mm512_shuffle_epi8(table(&SHORT_ESCAPE_TABLE), v), v) }
     }
 
     #[inline(always)]

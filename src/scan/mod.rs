@@ -31,7 +31,7 @@ mod utf8;
 mod avx2;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod avx512;
-#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+#[cfg(any(target_arch = "x86", target_arch = "x86_64", target_arch = "aarch64"))]
 mod classify;
 #[cfg(target_arch = "aarch64")]
 mod neon;

@@ -29,6 +29,7 @@
 
 use core::arch::aarch64::*;
 
+use super::classify::SHORT_ESCAPE_TABLE;
 use super::generic::{self, Masks, Pass, Simd, Utf8Check};
 use super::utf8::{CURRENT_HIGH, PREV_HIGH, PREV_LOW};
 
@@ -201,6 +202,20 @@ impl<const PMULL: bool> Simd for Neon<PMULL> {
             whitespace: class(3),
             control: class(4),
         }
+    }
+
+    #[inline(always)]
+    fn short_escapes(self, b: &Block) -> u64 {
+        // SAFETY: NEON intrinsics, baseline on aarch64.
+        let is = |v| unsafe {
+            // A byte from 0x80 finds its nibble's entry, below 0x80 or
+            // 0xFF; 0xFF itself finds `/`'s: never itself.
+            vceqq_u8(
+                vqtbl1q_u8(table(&SHORT_ESCAPE_TABLE), vandq_u8(v, vdupq_n_u8(0x0f))),
+                v,
+            )
+        };
+        mask64(b.0.map(is))
     }
 
     #[inline(always)]

@@ -174,6 +174,24 @@ impl Simd for Scalar {
         }
     }
 
+    /// From the bit planes, as `masks`: by high nibble (2, 5,
+    /// 6, 7), then low.
+    #[inline(always)]
+    fn short_escapes(self, block: &[u64; 8]) -> u64 {
+        let [b0, b1, b2, b3, b4, b5, b6, b7] = bit_planes(block);
+        let h2 = !b7 & !b6 & b5 & !b4;
+        let h5 = !b7 & b6 & !b5 & b4;
+        let h67 = !b7 & b6 & b5;
+        // `"` (0x22) and `/` (0x2F).
+        let quote_slash = h2 & b1 & ((!b3 & !b2 & !b0) | (b3 & b2 & b0));
+        // `\` (0x5C).
+        let backslash = h5 & b3 & b2 & !b1 & !b0;
+        // `f` (0x66) and `n` (0x6E); `t` (0x74).
+        let f_n = h67 & !b4 & b2 & b1 & !b0;
+        let t = h67 & b4 & !b3 & b2 & !b1 & !b0;
+        quote_slash | backslash | f_n | t
+    }
+
     #[inline(always)]
     fn is_plain_string(self, block: &[u64; 8]) -> bool {
         let special = block.iter().fold(0, |acc, &w| {

@@ -629,6 +629,38 @@ fn every_kernel_finds_where_string_content_stops() {
 }
 
 #[test]
+fn every_kernel_vouches_for_the_short_escapes_alone() {
+    // Every byte value at each of the 64 places of a block of other
+    // bytes: its bit in `short_escapes` is set exactly for `"` `t` `f` `\`
+    // `n` `/`, and no other bit is.
+    struct ShortEscapes<'a>(&'a [u8; 64]);
+    impl generic::Pass for ShortEscapes<'_> {
+        type Output = u64;
+        fn input(&self) -> &[u8] {
+            self.0
+        }
+        unsafe fn run<S: generic::Simd>(self, simd: S) -> u64 {
+            // SAFETY: 64 readable bytes; the caller vouches for the CPU.
+            unsafe { simd.short_escapes(&simd.load(self.0.as_ptr())) }
+        }
+    }
+    let mut bytes = [b'a'; 64];
+    let step = if cfg!(miri) { 13 } else { 1 };
+    for at in (0..64).step_by(step) {
+        for b in 0..=255u8 {
+            bytes[at] = b;
+            let want = u64::from(b"\"tf\\n/".contains(&b)) << at;
+            for kernel in supported_kernels() {
+                // SAFETY: `supported_kernels` gives kernels this CPU runs.
+                let got = unsafe { run_pass(kernel, ShortEscapes(&bytes)) }.unwrap();
+                assert_eq!(got, want, "kernel {}: {b:#04x} at {at}", kernel.name());
+            }
+        }
+        bytes[at] = b'a';
+    }
+}
+
+#[test]
 fn every_kernel_tests_four_blocks_of_plain_ascii_byte_by_byte() {
     // Every byte value at positions in each of the four blocks (their
     // ends included) of 256 bytes of plain ASCII: plain only when the

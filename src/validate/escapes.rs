@@ -1,11 +1,16 @@
 //! Escape sequences, checked string by string in document order.
 //!
-//! Stage 1 recorded the offset of every escaped character inside strings
-//! (the byte after each active backslash), in increasing order. For a
-//! string ending at `close`, the escapes still unchecked that lie before
-//! `close` are exactly its own: escapes of earlier strings were consumed
-//! when those strings were validated, and nothing between two strings can
-//! hold a backslash without failing the walk first.
+//! Stage 1 recorded the offset of escaped characters inside strings (the
+//! byte after an active backslash), in increasing order: every one but
+//! the short escapes it vouched for (`\"` `\t` `\f` `\\` `\n` `\/`), and
+//! of those the first of each string in each 64-byte block, which is how
+//! the walk knows that a string has escapes (`crate::scan::generic`,
+//! `listed_escapes`). So every `\u` is listed, and a run of them is
+//! consecutive in the list. For a string ending at `close`, the escapes
+//! still unchecked that lie before `close` are exactly its own: escapes
+//! of earlier strings were consumed when those strings were validated,
+//! and nothing between two strings can hold a backslash without failing
+//! the walk first.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::values::{bmp_run, string};

@@ -9,8 +9,10 @@
 //!
 //! Per value it checks: the grammar between structurals; number and
 //! literal spellings and what follows them (`literal`, [`crate::values::number`]); the
-//! escapes inside each string, consumed from the sorted escape list in
-//! step with the walk (`escapes`); and, under
+//! escapes inside each string that stage 1 listed (all but the short
+//! escapes it vouched for, and the first of each string in each block),
+//! consumed from the sorted escape list in step with the walk
+//! (`escapes`); and, under
 //! [`DuplicateKeys::Error`], repeated keys per object ([`duplicates`]).
 //! UTF-8, control characters and string termination were checked by stage 1.
 //!
