@@ -160,9 +160,9 @@ shapes.chat = {
     modify_nested = function(t, k) t.messages[1].content[1].text = "redacted " .. k end,
 }
 
--- A chat request in Chinese (payloads.chat_cjk), each message's content a
--- string.
-shapes.chat_cjk = {
+-- A chat request whose messages' content is a string: in Chinese
+-- (payloads.chat_cjk), or source code (payloads.chat_code).
+shapes.chat_text = {
     read = function(t, len)
         local chars = 0
         local messages = t.messages
@@ -582,9 +582,15 @@ for _, size in ipairs({ { "9k", 4096 }, { "196k", 100e3 } }) do
     scenarios[#scenarios + 1] = {
         name = "cjk-escaped " .. size[1],
         texts = function() return { payloads.ascii_escaped(payloads.chat_cjk(size[2])) } end,
-        workloads = function() return with_plain(workloads_for(shapes.chat_cjk)) end,
+        workloads = function() return with_plain(workloads_for(shapes.chat_text)) end,
     }
 end
+-- Source code in a chat message: a JSON escape every 21 bytes.
+scenarios[#scenarios + 1] = {
+    name = "chat-code 100k",
+    texts = function() return { payloads.chat_code(100e3) } end,
+    workloads = function() return with_plain(workloads_for(shapes.chat_text)) end,
+}
 scenarios[#scenarios + 1] = {
     name = "github-100k",
     texts = function() return { payloads.github(100e3) } end,
