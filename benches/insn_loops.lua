@@ -27,7 +27,7 @@ local CHAT = payloads.chat(2048)
 local CJK_ESCAPED = payloads.ascii_escaped(CJK)
 local EAGER = { lazy = false }
 -- Made (or read) by the first workload that reads it.
-local GITHUB, TWITTER
+local GITHUB, TWITTER, CODE
 -- The last table an eager workload decoded. Kept, as a handler keeps
 -- what it decodes: a table nothing keeps, LuaJIT's allocation sinking
 -- may never make when the decode's Lua code is compiled into the
@@ -226,6 +226,16 @@ workloads = {
                 + status:get_f64("retweet_count")
         end
         return n + k
+    end,
+    -- The source code of a 100 KB chat request (payloads.chat_code, an
+    -- escape every 21 bytes) read as a handler reads it: its user
+    -- message's text, decoded. Run directly, as github-get.
+    ["code-get"] = function(lib, k)
+        CODE = CODE or payloads.chat_code(100e3)
+        if not lib.parse then
+            return #lib.decode(CODE).messages[2].content + k
+        end
+        return #lib.parse(CODE):get_str("messages[1].content") + k
     end,
     -- The parses of github-get and twitter-get alone (cjson: the decode),
     -- which those workloads' counts less these leave their reads.

@@ -446,8 +446,7 @@ impl<'a> Document<'a> {
         if !tree.has_escapes(at) {
             return body;
         }
-        out.clear();
-        string::unescape_into(body, out);
+        string::unescape_over(body, out);
         out
     }
 
