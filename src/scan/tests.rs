@@ -373,19 +373,29 @@ fn specials_at_every_offset_of_a_long_string_with_escapes() {
     let step = if cfg!(miri) { 41 } else { 1 };
     for special in specials {
         for at in (2..500).step_by(step) {
-            let mut s = b"[\"".to_vec();
-            while s.len() < at {
-                s.extend_from_slice(line);
-            }
-            s.truncate(at);
-            s.extend_from_slice(special);
-            while s.len() < 700 {
-                s.extend_from_slice(line);
-            }
-            s.extend_from_slice(b"\",1]");
-            check_all_kernels(&s, false);
+            check_all_kernels(&long_string_around(line, special, at, true), false);
         }
     }
+}
+
+/// `["`, then `filler` repeated up to offset `at`, `special`, `filler`
+/// again to 700 bytes, and `",1]`. With `cut` the first run of fillers
+/// is cut at exactly `at` (an ASCII filler); else it ends on a whole
+/// filler at `at` or past it (one in another script stays UTF-8).
+fn long_string_around(filler: &[u8], special: &[u8], at: usize, cut: bool) -> Vec<u8> {
+    let mut s = b"[\"".to_vec();
+    while s.len() < at {
+        s.extend_from_slice(filler);
+    }
+    if cut {
+        s.truncate(at);
+    }
+    s.extend_from_slice(special);
+    while s.len() < 700 {
+        s.extend_from_slice(filler);
+    }
+    s.extend_from_slice(b"\",1]");
+    s
 }
 
 #[test]
@@ -450,16 +460,7 @@ fn specials_in_long_non_ascii_text() {
     let word = "日本語のテキスト".as_bytes();
     for special in [&b"\""[..], b"\\n", b"\x01", b"a", b"\xe6\x97", b"\xff"] {
         for at in 0..400 {
-            let mut s = b"[\"".to_vec();
-            while s.len() < at {
-                s.extend_from_slice(word);
-            }
-            s.extend_from_slice(special);
-            while s.len() < 700 {
-                s.extend_from_slice(word);
-            }
-            s.extend_from_slice(b"\",1]");
-            check_all_kernels(&s, false);
+            check_all_kernels(&long_string_around(word, special, at, false), false);
         }
     }
 }
