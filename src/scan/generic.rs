@@ -925,6 +925,9 @@ impl<S: Simd> Scanner<'_, S> {
         if m.quote & !escaped != 0 || m.control != 0 {
             return false;
         }
+        // The in-string carry stays all ones. The scalar carry is left
+        // as it was: it concerns a byte outside strings, and the next
+        // block's first byte is inside this string or its closing quote.
         self.carry.escaped = carried;
         self.utf8.check(block);
         if escaped != 0 {

@@ -65,7 +65,7 @@ fn unescape_to<const RUNS: bool>(body: &[u8], dst: &mut [u8]) -> usize {
         // chunk is stored whole, backslash or not (what follows it is
         // written over), so that the copy is two stores and no call.
         let at = loop {
-            let Some(chunk) = body.get(r..r + 16) else {
+            let Some(chunk) = body[r..].first_chunk::<16>() else {
                 let Some(at) = find_backslash(&body[r..]) else {
                     let tail = &body[r..];
                     dst[w..w + tail.len()].copy_from_slice(tail);
@@ -112,11 +112,10 @@ fn unescape_to<const RUNS: bool>(body: &[u8], dst: &mut [u8]) -> usize {
 /// one SSE2 compare (part of every x86-64 CPU, so no detection is needed).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn backslash_in_16(chunk: &[u8]) -> Option<usize> {
+fn backslash_in_16(chunk: &[u8; 16]) -> Option<usize> {
     use core::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
-    assert!(chunk.len() >= 16);
     // SAFETY: SSE2 is part of every x86-64 target; the unaligned load
-    // reads the chunk's first 16 bytes (just checked).
+    // reads the chunk's 16 bytes.
     let found = unsafe {
         let v = _mm_loadu_si128(chunk.as_ptr().cast());
         _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)))
@@ -128,13 +127,10 @@ fn backslash_in_16(chunk: &[u8]) -> Option<usize> {
 /// two words at once (see [`position_of_either`]).
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn backslash_in_16(chunk: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+fn backslash_in_16(chunk: &[u8; 16]) -> Option<usize> {
     let word = |k: usize| {
-        let x = u64::from_le_bytes(chunk[8 * k..8 * k + 8].try_into().unwrap_or_default())
-            ^ (ONES * u64::from(b'\\'));
-        x.wrapping_sub(ONES) & !x & HIGHS
+        let bytes = chunk[8 * k..8 * k + 8].try_into().unwrap_or_default();
+        equal_bytes(u64::from_le_bytes(bytes), b'\\')
     };
     let found = u128::from(word(0)) | u128::from(word(1)) << 64;
     (found != 0).then(|| found.trailing_zeros() as usize / 8)
@@ -164,20 +160,11 @@ fn find_backslash(bytes: &[u8]) -> Option<usize> {
 /// than the search.
 #[inline(always)]
 pub(crate) fn position_of_either(bytes: &[u8], a: u8, b: u8) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    // The high bit of each byte of `word` equal to `c`: a zero byte of
-    // the XOR sets it; bytes above the first zero may be flagged falsely
-    // (a borrow runs upwards), below it never, so the lowest is exact.
-    let equal = |word: u64, c: u8| {
-        let x = word ^ (ONES * u64::from(c));
-        x.wrapping_sub(ONES) & !x & HIGHS
-    };
     let mut words = bytes.chunks_exact(8);
     let mut at = 0;
     for word in &mut words {
         let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
-        let found = equal(word, a) | equal(word, b);
+        let found = equal_bytes(word, a) | equal_bytes(word, b);
         if found != 0 {
             return Some(at + found.trailing_zeros() as usize / 8);
         }
@@ -188,6 +175,17 @@ pub(crate) fn position_of_either(bytes: &[u8], a: u8, b: u8) -> Option<usize> {
         .iter()
         .position(|&c| c == a || c == b)
         .map(|k| at + k)
+}
+
+/// The high bit of each byte of `word` that equals `c`: a zero byte of
+/// the XOR sets it. Bytes above the first match may be flagged falsely (a
+/// borrow runs upwards), below it never, so the lowest flag is exact.
+#[inline(always)]
+fn equal_bytes(word: u64, c: u8) -> u64 {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let x = word ^ (ONES * u64::from(c));
+    x.wrapping_sub(ONES) & !x & HIGHS
 }
 
 /// Whether the validated string body `body` decodes to exactly `want`,
