@@ -58,7 +58,8 @@ mod tests {
                 let op = entry(&OP_TABLE) == b | 0x20 && b >= 0x20;
                 assert_eq!(op, b"{}[]:,".contains(&b), "{b:#x}");
             }
-            assert_eq!(entry(&SHORT_ESCAPE_TABLE) == b, b"\"tf\\n/".contains(&b));
+            let vouched = crate::testing::VOUCHED_ESCAPES.contains(&b);
+            assert_eq!(entry(&SHORT_ESCAPE_TABLE) == b, vouched, "{b:#x}");
         }
     }
 }
