@@ -1,6 +1,7 @@
 -- Deterministic benchmark payloads (no downloads): the chat-completion
--- request ladder, one in Chinese, one of source code, a GitHub-API-shaped response and the
--- events of a streamed chat completion. The same arguments always give the same bytes.
+-- request ladder, one in Chinese, one of source code, a GitHub-API-shaped
+-- response and the events of a streamed chat completion. The same
+-- arguments always give the same bytes.
 --
 --   luajit benches/payloads.lua DIR     writes each payload to DIR/<name>.json
 --                                        and prints the paths (for the native
