@@ -237,6 +237,14 @@ workloads = {
         end
         return #lib.parse(CODE):get_str("messages[1].content") + k
     end,
+    -- The same request decoded to plain tables (the eager decoder's
+    -- escapes and the copies between them).
+    ["code-eager"] = function(lib, k)
+        CODE = CODE or payloads.chat_code(100e3)
+        local t = lib.eager(CODE)
+        kept = t
+        return #t.messages[2].content + k
+    end,
     -- The parses of github-get and twitter-get alone (cjson: the decode),
     -- which those workloads' counts less these leave their reads.
     ["github-parse"] = function(lib, k)

@@ -636,3 +636,42 @@ fn long_strings_end_where_validation_ends_them() {
     }
     tally.assert_at_least(500, 1500);
 }
+
+#[test]
+fn escaped_strings_of_every_length_decode_over_the_room_of_longer_ones() {
+    // The decoded bytes of each string with escapes go over the room the
+    // strings before it left (`make_room`): strings of falling and rising
+    // lengths in one text, each with an escape at its start and one a
+    // few chunks on, so that each copies chunks past the next one's end;
+    // and one that goes on for many chunks after its first escape (its
+    // run handed to the SIMD kernel), then has another.
+    let escaped = |len: usize| -> Vec<u8> {
+        let mut body = br"\t".to_vec();
+        body.extend((0..len).map(|k| b'a' + (k % 26) as u8));
+        body.splice(body.len() / 2..body.len() / 2, *br"\u00e9\n");
+        [&b"\""[..], &body, b"\""].concat()
+    };
+    let lengths: Vec<usize> = (0..70)
+        .rev()
+        .chain(0..70)
+        .chain([4000, 3, 700, 1])
+        .collect();
+    let mut text = b"[".to_vec();
+    for (k, &len) in lengths.iter().enumerate() {
+        if k > 0 {
+            text.push(b',');
+        }
+        text.extend_from_slice(&escaped(len));
+    }
+    text.push(b']');
+    assert!(agrees(&text, &Options::default()));
+    let keyed: Vec<u8> = lengths
+        .iter()
+        .enumerate()
+        .flat_map(|(k, &len)| [&b","[..(k > 0) as usize], &escaped(len), b":0"].concat())
+        .collect();
+    assert!(agrees(
+        &[&b"{"[..], &keyed, b"}"].concat(),
+        &Options::default()
+    ));
+}

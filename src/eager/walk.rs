@@ -140,7 +140,7 @@ pub(super) fn decode<S: Stack>(
 
     // Reads the string whose opening quote is at `i` and calls
     // `stack.$method` with its decoded bytes; moves `i` past it. Gives
-    // whether it had escapes.
+    // the decoded length when it had escapes.
     macro_rules! string {
         ($method:ident) => {{
             let start = i + 1;
@@ -148,13 +148,14 @@ pub(super) fn decode<S: Stack>(
                 return Err(Stop::Invalid);
             };
             let (end, escapes_in) = match body {
-                Body::Plain(end) => (end, false),
+                Body::Plain(end) => (end, None),
                 Body::Escaped(backslash) => {
-                    let Some((end, more)) = decode_escaped(src, start, backslash, decoded) else {
+                    let Some((end, len, more)) = decode_escaped(src, start, backslash, decoded)
+                    else {
                         return Err(Stop::Invalid);
                     };
                     non_ascii |= more;
-                    (end, true)
+                    (end, Some(len))
                 }
             };
             let Some(raw) = src.get(start..end) else {
@@ -163,7 +164,10 @@ pub(super) fn decode<S: Stack>(
             if non_ascii && !is_utf8(raw) {
                 return Err(Stop::Invalid);
             }
-            stack.$method(if escapes_in { decoded } else { raw })?;
+            match escapes_in {
+                Some(len) => stack.$method(decoded.get(..len).unwrap_or_default())?,
+                None => stack.$method(raw)?,
+            }
             i = end + 1;
             escapes_in
         }};
@@ -176,7 +180,7 @@ pub(super) fn decode<S: Stack>(
                 return Err(Stop::Invalid);
             }
             let start = i + 1;
-            let escapes_in = string!(key);
+            let escapes_in = string!(key).is_some();
             if cur.distinct {
                 let key = src.get(start..i - 1).unwrap_or_default();
                 let hash = key_hash(key);

@@ -137,13 +137,16 @@ fn backslash_in_16(chunk: &[u8; 16]) -> Option<usize> {
 }
 
 /// Checks and decodes the escape at the start of `esc` (which begins with
-/// `\`), for text not validated yet: appends its UTF-8 to `out` and gives
-/// the bytes it takes, or `None` when it is invalid ([`escape`]).
+/// `\`), for text not validated yet: stores its UTF-8 at `dst[w..]`, which
+/// has [`ESCAPE_SLACK`] bytes from there, and gives the bytes it takes and
+/// the bytes it wrote, or `None` when it is invalid ([`escape`]).
 #[inline(always)]
-pub(crate) fn push_escape_checked(esc: &[u8], out: &mut Vec<u8>) -> Option<usize> {
+pub(crate) fn write_escape_checked(esc: &[u8], dst: &mut [u8], w: usize) -> Option<(usize, usize)> {
     let e = escape(esc).ok()?;
-    push_decoded(&utf8(e.code), out);
-    Some(usize::from(e.len))
+    let decoded = utf8(e.code);
+    dst.get_mut(w..w + ESCAPE_SLACK)?
+        .copy_from_slice(&decoded.buf);
+    Some((usize::from(e.len), usize::from(decoded.len)))
 }
 
 /// The offset of the first `\` in `bytes`: eight bytes per step, as a
@@ -207,8 +210,9 @@ pub fn unescaped_eq(body: &[u8], want: &[u8]) -> bool {
 }
 
 /// Bytes of room a decoded escape needs past what it keeps: its UTF-8 is
-/// stored as all of [`Decoded::buf`] ([`push_decoded`], [`unescape_to`]).
-const ESCAPE_SLACK: usize = 4;
+/// stored as all of [`Decoded::buf`] ([`unescape_to`],
+/// [`write_escape_checked`]).
+pub(crate) const ESCAPE_SLACK: usize = 4;
 
 /// The UTF-8 of one decoded escape (at most 4 bytes).
 struct Decoded {
@@ -233,19 +237,6 @@ impl Decoded {
     fn as_slice(&self) -> &[u8] {
         &self.buf[..self.len as usize]
     }
-}
-
-/// Appends `decoded` to `out`: all four bytes (a copy of fixed size, not
-/// a call to memcpy), then the ones that are not the escape's cut off
-/// again. An escape decodes to no more bytes than it takes: 1 for a
-/// 2-byte escape, at most 3 for a 6-byte `\uXXXX`, 4 for a 12-byte
-/// surrogate pair; so with [`ESCAPE_SLACK`] reserved past the body's
-/// length, this never reallocates.
-#[inline(always)]
-fn push_decoded(decoded: &Decoded, out: &mut Vec<u8>) {
-    let len = out.len() + usize::from(decoded.len);
-    out.extend_from_slice(&decoded.buf);
-    out.truncate(len);
 }
 
 /// A valid escape: the character it stands for and how many bytes it
@@ -300,7 +291,7 @@ static SHORT_ESCAPES: [u8; 256] = {
 /// The byte a backslash followed by `c` stands for, if that is a
 /// two-byte escape: one table look-up.
 #[inline(always)]
-fn short_escape(c: u8) -> Option<u8> {
+pub(crate) fn short_escape(c: u8) -> Option<u8> {
     match SHORT_ESCAPES[usize::from(c)] {
         0 => None,
         byte => Some(byte),
@@ -466,7 +457,7 @@ mod tests {
         let mut out = Vec::new();
         match escape(esc.as_bytes()) {
             Ok(e) => {
-                push_decoded(&utf8(e.code), &mut out);
+                out.extend_from_slice(utf8(e.code).as_slice());
                 Ok((out, usize::from(e.len)))
             }
             Err(bad) => Err((bad.code, bad.at)),
