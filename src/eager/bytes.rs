@@ -1,5 +1,5 @@
-//! Finding the end of a string and of a run of whitespace, a chunk of
-//! bytes at a time: 16 with SSE2 on x86-64 (part of every x86-64 CPU, so
+//! Finding the end of a string and of a run of whitespace, and decoding a
+//! string with escapes ([`decode_escaped`]), a chunk of bytes at a time: 16 with SSE2 on x86-64 (part of every x86-64 CPU, so
 //! no detection is needed), 8 in a `u64` word elsewhere. A string still
 //! going after 64 bytes goes on in the active SIMD kernel's 64-byte
 //! blocks, four per test through plain ASCII, as stage 1 skips strings
@@ -146,6 +146,8 @@ fn make_room(out: &mut Vec<u8>, w: usize) {
     }
 }
 
+/// Lengthens `out` to `len` at least, and at least doubles it, so that
+/// the zeroing is linear in the longest string decoded.
 #[cold]
 #[inline(never)]
 fn grow(out: &mut Vec<u8>, len: usize) {
@@ -186,10 +188,10 @@ fn decode_bmp_run(src: &[u8], mut i: usize, out: &mut Vec<u8>, mut w: usize) -> 
 /// look-up and one store. Whether a byte of 0x80 or more was seen is
 /// gathered as the chunks' masks ORed together and tested once at the
 /// end: a flag set chunk by chunk stayed in memory, a dependency from
-/// each chunk to the next. Source code in a chat message (an escape
-/// every 21 bytes) decodes 1.5 times as fast as it did appended to `out`
-/// with a `memcpy` between escapes (docs/benchmarks.md, "The eager
-/// decoder on escape-dense text").
+/// each chunk to the next. The eager decode of source code in a chat
+/// message (an escape every 21 bytes) runs 1.5 times as fast as when
+/// this appended to `out` with a `memcpy` between escapes
+/// (docs/benchmarks.md, "The eager decoder on escape-dense text").
 #[inline(never)]
 pub(super) fn decode_escaped(
     src: &[u8],
