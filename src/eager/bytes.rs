@@ -130,11 +130,11 @@ pub(super) fn scan_string(src: &[u8], start: usize) -> Option<(Body, bool)> {
 /// chunk copied whole, an escape's UTF-8 stored whole
 /// ([`string::ESCAPE_SLACK`]) or a group of `\uXXXX` escapes
 /// ([`bmp_run::GROUP_WRITE`]).
-const ROOM: usize = if SCAN > bmp_run::GROUP_WRITE {
-    SCAN
-} else {
-    bmp_run::GROUP_WRITE
-};
+const ROOM: usize = max(SCAN, max(string::ESCAPE_SLACK, bmp_run::GROUP_WRITE));
+
+const fn max(a: usize, b: usize) -> usize {
+    if a > b { a } else { b }
+}
 
 /// Makes `out` at least [`ROOM`] bytes longer than `w`. Its bytes are
 /// room to decode into, kept from string to string (and from decode to
