@@ -11,7 +11,10 @@
 # (release) under target/ab/<commit>/ the first time. QJSON_KERNEL pins
 # both builds' kernel; DUPLICATE_KEYS=error parses under that policy;
 # ALIGN=N puts the text N bytes (0-63) past the
-# start of a cache line; run A against itself to see the noise a
+# start of a cache line; ALIGN_LOOPS=N builds both revisions with every
+# loop starting on an N-byte boundary (under target/ab/<commit>-loopsN/),
+# so that a difference is not where the linker happened to place the
+# code; run A against itself to see the noise a
 # difference has to exceed (docs/benchmarks.md, "Comparing two builds").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,20 +27,27 @@ fi
 # The library for argument $1: the file itself, or the build of a revision.
 library() {
     if [ -f "$1" ]; then
+        if [ -n "${ALIGN_LOOPS:-}" ]; then
+            echo "ab_parse: $1 is timed as it was built (ALIGN_LOOPS builds revisions)" >&2
+        fi
         echo "$1"
         return
     fi
-    local commit dir
+    local commit dir flags=()
     commit=$(git rev-parse --verify --quiet "$1^{commit}") || {
         echo "ab_parse: $1 is neither a file nor a revision" >&2
         exit 2
     }
     dir=target/ab/$commit
+    if [ -n "${ALIGN_LOOPS:-}" ]; then
+        dir=$dir-loops$ALIGN_LOOPS
+        flags=(RUSTFLAGS="-C llvm-args=-align-loops=$ALIGN_LOOPS")
+    fi
     if [ ! -f "$dir/target/release/libqjson.so" ]; then
         rm -rf "$dir/src"
         mkdir -p "$dir/src"
         git archive "$commit" | tar -x -C "$dir/src"
-        (cd "$dir/src" && cargo build --release --quiet --target-dir ../target) >&2
+        (cd "$dir/src" && env "${flags[@]}" cargo build --release --quiet --target-dir ../target) >&2
     fi
     echo "$dir/target/release/libqjson.so"
 }
