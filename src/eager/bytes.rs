@@ -1,6 +1,7 @@
 //! Finding the end of a string and of a run of whitespace, and decoding a
-//! string with escapes ([`decode_escaped`]), a chunk of bytes at a time: 16 with SSE2 on x86-64 (part of every x86-64 CPU, so
-//! no detection is needed), 8 in a `u64` word elsewhere. A string still
+//! string with escapes ([`decode_escaped`]), a chunk of bytes at a time:
+//! 16 with SSE2 on x86-64 (part of every x86-64 CPU, so no detection is
+//! needed), 8 in a `u64` word elsewhere. A string still
 //! going after 64 bytes goes on in the active SIMD kernel's 64-byte
 //! blocks, four per test through plain ASCII, as stage 1 skips strings
 //! ([`scan::string_content_run`]): `qjson.decode(text, { lazy = false })`
