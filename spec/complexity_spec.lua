@@ -197,6 +197,39 @@ local PATTERNS = {
         local plain = qjson.materialize(m)
         assert(plain[1].role == "assistant" and plain[n].content[1].text == "m" .. n)
     end },
+    -- Each message changed, then it (or the one after it) encoded or
+    -- materialized: every encode made the edits of every change so far,
+    -- until the edits of a proxy below the root came from the records
+    -- inside it (lua/qjson/edits.lua, `edits_for`).
+    { "qjson.encode of each message right after changing it", messages, 300, function(s, n)
+        local m = qjson.decode(s).messages
+        for i = 1, n do
+            m[i].role = "assistant"
+            assert(qjson.encode(m[i]):find('"assistant"', 1, true))
+        end
+    end },
+    { "qjson.encode of each message after changing its text", messages, 300, function(s, n)
+        local m = qjson.decode(s).messages
+        for i = 1, n do
+            m[i].content[1].text = "redacted"
+            assert(qjson.encode(m[i]):find('"redacted"', 1, true))
+        end
+    end },
+    { "qjson.encode of the next message after changing one", messages, 300, function(s, n)
+        local m = qjson.decode(s).messages
+        for i = 1, n - 1 do
+            m[i].role = "assistant"
+            assert(qjson.encode(m[i + 1]):find('"user"', 1, true))
+        end
+    end },
+    { "qjson.materialize of each message after changing its text", messages, 300,
+      function(s, n)
+        local m = qjson.decode(s).messages
+        for i = 1, n do
+            m[i].content[1].text = "redacted"
+            assert(qjson.materialize(m[i]).content[1].text == "redacted")
+        end
+    end },
     { "long digit strings: parse and read", function(n)
         return '[' .. string.rep("1", n) .. ".5e-" .. n .. "]"
       end, 100000, function(s)

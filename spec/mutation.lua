@@ -382,6 +382,18 @@ local function run_mutations(text, seed, rounds, donor_texts, unique_keys)
             collectgarbage()
         end
         local where = context(round, 0)
+        -- A container below the root first, encoded and materialized
+        -- before the root is: from the edits of the change records inside
+        -- it (lua/qjson/edits.lua, `edits_for`), not the document's.
+        local sub, sub_model, sub_path = descend(proxy, model, 0.3)
+        local at = {}
+        for i, k in ipairs(sub_path) do at[i] = tostring(k) end
+        local sub_where = where .. "at /" .. table.concat(at, "/") .. ": "
+        local sub_out = qjson.encode(sub)
+        local sub_ok, sub_decoded = pcall(cjson.decode, sub_out)
+        assert(sub_ok, sub_where .. "cjson cannot decode the output: " .. tostring(sub_decoded))
+        assert_deep_equal(sub_model, sub_decoded, sub_where .. "cjson.decode(encode(proxy))")
+        assert_deep_equal(sub_model, qjson.materialize(sub), sub_where .. "materialize(proxy)")
         local out = qjson.encode(proxy)
         assert(out == qjson.encode(proxy), where .. "a second encode differs")
         local pieces, len = qjson.encode_pieces(proxy)

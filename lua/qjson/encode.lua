@@ -39,7 +39,7 @@ local live_ptr = lazy.live_ptr
 local source_span = lazy.source_span
 local source = lazy.source
 local cursor_of = lazy.cursor_of
-local edits_of = edits.edits_of
+local edits_of, edits_for = edits.edits_of, edits.edits_for
 local first_edit = edits.first_at
 local EDIT = edits.EDIT
 local depth_of = lazy.depth_of
@@ -692,7 +692,7 @@ local function put_proxy(st, code, depth)
     local base = source(st[SRC])
     local from, to = source_span(st, ptr, cursor_of(code), reader)
     if has_changes(st) then
-        local list = edits_of(st, reader)
+        local list = edits_for(st, code, from, to, reader)
         local e_from = list[first_edit(list, from + 1)]
         if e_from and e_from < to then
             -- Changed inside: from its own depth on.

@@ -388,6 +388,7 @@ end
 local function is_root(code)
     return code == 0 or code == -1
 end
+_M.is_root = is_root
 
 -- The code of a proxy of state st.
 local function code_of(st, proxy)
