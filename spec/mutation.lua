@@ -259,6 +259,16 @@ local function mutate(p, m, path, touched)
     if is_array_proxy(p) then
         local n = qjson.len(p)
         assert(n == #m, ("length %d, model length %d"):format(n, #m))
+        -- qjson.pairs: every element but the holes, in order, as pairs
+        -- goes past a plain table's hole (qjson.ipairs stops at it).
+        local seen, want = {}, {}
+        for i in qjson.pairs(p) do seen[#seen + 1] = i end
+        for i = 1, n do
+            if m[i] ~= HOLE then want[#want + 1] = i end
+        end
+        assert(table.concat(seen, ",") == table.concat(want, ","),
+               ("qjson.pairs gave [%s], the model has [%s]"):format(
+                   table.concat(seen, ","), table.concat(want, ",")))
         if n > 0 and r < 0.35 then
             local i = random(n)
             local v, mv, what = random_write()

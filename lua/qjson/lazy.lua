@@ -868,17 +868,13 @@ local function object_iter(st, proxy, code, R)
 end
 _M.object_iter = object_iter
 
+-- ipairs over an array proxy: 1, 2, ... up to the first element that
+-- reads as nil (a deleted one, or the end), as on a plain table.
 local function array_ipairs_step(proxy, i)
     i = i + 1
     local v = proxy[i]
     if v == nil then return nil end
     return i, v
-end
-
--- Iterates an array proxy 1..n; a hole (deleted element) reads as nil
--- and ends ipairs-style iteration, as it would on a plain table.
-local function array_pairs(proxy)
-    return array_ipairs_step, proxy, 0
 end
 
 local function empty_iter()
@@ -904,6 +900,24 @@ local function proxy_len(st, proxy, code)
     if not address then error(FREED, 3) end
     local n = source_len(ffi_cast(DOC_PTR, address), cursor_of(code))
     return n
+end
+
+-- pairs over an array proxy: every element from 1 to its length that is
+-- not nil, in order, past a deleted one as pairs goes past a plain
+-- table's hole (and as encode writes the rest, with null in the hole).
+-- The length is asked for at a nil only: at the end, or at a hole.
+local function array_pairs_step(proxy, i)
+    i = i + 1
+    local v = proxy[i]
+    if v ~= nil then return i, v end
+    local st = getmetatable(proxy)
+    local n = proxy_len(st, proxy, code_of(st, proxy))
+    while i < n do
+        i = i + 1
+        v = proxy[i]
+        if v ~= nil then return i, v end
+    end
+    return nil
 end
 
 -- The state and code of v if it is a proxy, else nil.
@@ -937,7 +951,7 @@ function _M.pairs(v)
     local st, code = proxy_info(v)
     if st then
         if code >= 0 then return object_iter(st, v, code) end
-        return array_pairs(v)
+        return array_pairs_step, v, 0
     end
     return next, v, nil
 end
@@ -945,7 +959,7 @@ end
 function _M.ipairs(v)
     local st, code = proxy_info(v)
     if st then
-        if code < 0 then return array_pairs(v) end
+        if code < 0 then return array_ipairs_step, v, 0 end
         return empty_iter
     end
     return ipairs(v)
