@@ -253,6 +253,48 @@ describe("qjson.encode through the Lua C API", function()
         assert.matches("excessive nesting %(1001%)", outcome(qjson.encode, cycle))
     end)
 
+    it("writes qjson.empty_array as cjson writes its own: a value, no level of nesting",
+       function()
+        -- `limit` arrays around v.
+        local function around(limit, v)
+            local t = { v }
+            for _ = 2, limit do t = { t } end
+            return t
+        end
+        for _, limit in ipairs({ 1, 5 }) do
+            set_option("encode_max_depth", limit)
+            local got = assert_native(around(limit, qjson.empty_array), "at the limit", true)
+            assert.equal(("["):rep(limit + 1) .. ("]"):rep(limit + 1), got)
+            if fork then
+                assert.equal(got, fork_encode(around(limit, fork.empty_array)))
+            end
+        end
+        -- Written into a proxy, through the Lua encoder.
+        set_option("encode_max_depth", 1)
+        local p = qjson.decode('{"a":1}')
+        p.a = qjson.empty_array
+        assert.equal('{"a":[]}', qjson.encode(p))
+    end)
+
+    it("lays out a container whose every value is skipped as cjson does", function()
+        set_option("encode_indent", "  ")
+        set_option("encode_skip_unsupported_value_types", true)
+        finally(function()
+            set_option("encode_indent", "")
+            set_option("encode_skip_unsupported_value_types", false)
+        end)
+        -- On its lines when it holds anything, written or skipped.
+        assert.equal("[\n]", qjson.encode({ print }))
+        assert.equal('{\n  "x": {\n  }\n}', qjson.encode({ x = { a = print } }))
+        for _, v in ipairs({ { print }, { x = { a = print } }, { 1, print }, { print, 1 },
+                             { a = print, b = 1 }, {}, { x = {} }, { { print } } }) do
+            local got = qjson.encode(v)
+            if fork then
+                assert.equal(fork_encode(v), got)
+            end
+        end
+    end)
+
     it("leaves nesting deeper than its stack to the Lua encoder", function()
         set_option("encode_max_depth", 100000)
         local t = { 1 }

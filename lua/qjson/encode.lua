@@ -384,7 +384,9 @@ local function put_separator(first, depth)
 end
 
 -- The closing bracket of a container at `depth`, on a line of its own
--- under encode_indent when it holds something (`empty` otherwise).
+-- under encode_indent when it holds something (`empty` otherwise), even
+-- if every value it holds was skipped (encode_skip_unsupported_value_types):
+-- `[\n]`, as cjson writes it.
 local function put_close(bracket, empty, depth)
     if config.indent and not empty then put_newline(depth - 1) end
     buf:put(bracket)
@@ -405,7 +407,7 @@ local function put_array(t, n, depth, via_metamethods)
             put_value(v, depth)
         end
     end
-    put_close("]", first, depth)
+    put_close("]", n < 1, depth)
 end
 
 -- Short keys written before, as written with their colon ('"role":'), in
@@ -488,8 +490,9 @@ local function put_table(t, depth)
         return put_array(t, #t, depth)
     end
     buf:put("{")
-    local first = true
+    local first, empty = true, true
     for k, v in next, t do
+        empty = false
         if not skipped(v) then
             put_separator(first, depth)
             first = false
@@ -498,7 +501,7 @@ local function put_table(t, depth)
             put_value(v, depth)
         end
     end
-    put_close("}", first, depth)
+    put_close("}", empty, depth)
 end
 
 -- Splicing: the source text of a proxy, with the edits of its document
@@ -753,6 +756,9 @@ function put_value(v, depth)
         put_number(v)
     elseif t == "boolean" then
         buf:put(v and "true" or "false")
+    elseif v == empty_array then
+        -- A value, as cjson.empty_array is: no level of nesting.
+        buf:put("[]")
     elseif t == "table" then
         depth = depth + 1
         if depth % SEGMENT == 0 then

@@ -558,6 +558,11 @@ impl Encoder<'_> {
                     self.string(core::slice::from_raw_parts(s.cast::<u8>(), len));
                 }
                 LUA_TNUMBER => self.number((api.tonumber)(state, -1))?,
+                // `qjson.empty_array` is a value, as `cjson.empty_array`
+                // is: no level of nesting for `encode_max_depth`.
+                LUA_TTABLE if (api.rawequal)(state, -1, EMPTY_ARRAY) != 0 => {
+                    self.out.extend_from_slice(b"[]");
+                }
                 LUA_TTABLE => return self.open(),
                 LUA_TBOOLEAN => {
                     let b = (api.toboolean)(state, -1) != 0;
@@ -622,8 +627,8 @@ impl Encoder<'_> {
             let mut empty_array = false;
             if (api.getmetatable)(state, table) != 0 {
                 let array = (api.rawequal)(state, -1, ARRAY_MT) != 0;
-                empty_array = (api.rawequal)(state, -1, EMPTY_ARRAY_MT) != 0
-                    || (api.rawequal)(state, table, EMPTY_ARRAY) != 0;
+                // (`qjson.empty_array` itself is written as a value.)
+                empty_array = (api.rawequal)(state, -1, EMPTY_ARRAY_MT) != 0;
                 (api.settop)(state, table);
                 if array {
                     // `#t`: what lies past its border is not written.
