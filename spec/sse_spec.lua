@@ -387,4 +387,16 @@ describe("qjson.sse", function()
             end
         end, 20000)
     end)
+
+    it("takes time linear in a chunk of lines without a colon", function()
+        -- Each line's field name was searched for to the chunk's end: n
+        -- such lines in one chunk cost n searches of the rest of it.
+        require("helper").assert_linear(function(n)
+            return ("x\n\n"):rep(n)
+        end, function(chunk)
+            local stream = sse.new()
+            assert(#stream:feed(chunk) == 0)
+            stream:finish()
+        end, 5000)
+    end)
 end)

@@ -224,10 +224,16 @@ local function take_line(self, s, i, j, out)
         end
         return add_data(self, nil, s, from, j)
     end
-    -- The field name ends at the first colon, or else at the line's end.
-    local colon = find(s, ":", i, true)
+    -- The field name ends at the first colon, or else at the line's end:
+    -- looked for in the line only (a search of the rest of the chunk
+    -- passed every line after it, quadratic in a chunk of lines without
+    -- one).
+    local colon = i
+    while colon <= j and byte(s, colon) ~= COLON do
+        colon = colon + 1
+    end
     local field, value
-    if colon and colon <= j then
+    if colon <= j then
         field = sub(s, i, colon - 1)
         local from = colon + 1
         if byte(s, from) == SPACE and from <= j then
