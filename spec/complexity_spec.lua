@@ -16,6 +16,28 @@ local qjson = require("qjson")
 local assert_linear = require("helper").assert_linear
 local concat = table.concat
 
+-- An order of 1..n that makes table.sort (LuaJIT's quicksort) compare
+-- about n^2 / 4 times: McIlroy's adversary, which decides each
+-- comparison as it is asked, run against table.sort itself.
+local function against_quicksort(n)
+    local gas = n + 1
+    local value, pos = {}, {}
+    for i = 1, n do pos[i], value[i] = i, gas end
+    local solid, candidate = 0, nil
+    table.sort(pos, function(a, b)
+        if value[a] == gas and value[b] == gas then
+            if a == candidate then value[a] = solid else value[b] = solid end
+            solid = solid + 1
+        end
+        if value[a] == gas then candidate = a elseif value[b] == gas then candidate = b end
+        return value[a] < value[b]
+    end)
+    for i = 1, n do
+        if value[i] == gas then value[i], solid = solid, solid + 1 end
+    end
+    return value
+end
+
 -- {"messages":[{"role":"user","content":[{"type":"text","text":"m1"}]},...]}
 local function messages(n)
     local t = {}
@@ -229,6 +251,29 @@ local PATTERNS = {
             m[i].content[1].text = "redacted"
             assert(qjson.materialize(m[i]).content[1].text == "redacted")
         end
+    end },
+    -- A handler's writes in an order the body chose (a list of keys it
+    -- names): the edits are sorted before they are written.
+    { "qjson.encode after writes in an order built against quicksort", function(n)
+        return { object(n), against_quicksort(n) }
+      end, 1000, function(x, n)
+        local t, order = qjson.decode(x[1]), x[2]
+        for i = 1, n do t["k" .. (order[i] + 1)] = 0 end
+        assert(#qjson.encode(t) < #x[1])
+    end },
+    -- 16 keys of one length that differ only at their ends, and the
+    -- length asked for once per byte of a key: a small object's keys are
+    -- compared pairwise, in full, to count the distinct ones (kept since:
+    -- src/navigate/lookup.rs, SMALL_DISTINCT).
+    { "doc:len() and qjson.len of an object of 16 long keys, n times", function(n)
+        local t = {}
+        for i = 1, 16 do
+            t[i] = '"' .. ("A"):rep(n) .. ("%02d"):format(i) .. '":' .. i
+        end
+        return "{" .. concat(t, ",") .. "}"
+      end, 2000, function(s, n)
+        local d, p = qjson.parse(s), qjson.decode(s)
+        for _ = 1, n do assert(d:len() == 16 and qjson.len(p) == 16) end
     end },
     { "long digit strings: parse and read", function(n)
         return '[' .. string.rep("1", n) .. ".5e-" .. n .. "]"
