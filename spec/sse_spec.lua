@@ -331,6 +331,34 @@ describe("qjson.sse", function()
         end
     end)
 
+    it("types an event whose event field is empty as message", function()
+        for _, text in ipairs({ "event:\ndata: x\n\n", "event\ndata: x\n\n",
+                                "event: a\nevent:\ndata: x\n\n" }) do
+            assert.same({ "message|nil|x|false|nil|nil" }, signature(run({ text })))
+            assert.same({ "message|nil|x|false|nil|nil" }, signature(run(bytes(text))))
+        end
+    end)
+
+    it("drops a leading BOM before counting the first event, however it is split", function()
+        local line = "data: " .. string.rep("y", 58)   -- 64 bytes
+        local want = { "message|nil|" .. string.rep("y", 58) .. "|false|nil|nil" }
+        local text = "\239\187\191" .. line .. "\n\n"
+        for _, chunks in ipairs({ { text }, bytes(text), { "\239\187", text:sub(3) },
+                                  { "", "\239", "", "\187\191", line .. "\n\n" } }) do
+            assert.same(want, signature(run(chunks, { max_event_size = 64 })))
+        end
+        -- Only the first: a second BOM starts a line (an unknown field).
+        assert.same({}, run({ "\239\187\191\239\187\191data: 1\n\n" }))
+        -- A stream of a BOM alone has no line; bytes that start one and
+        -- stop are a line, counted.
+        assert.same({}, run({ "\239\187", "\191" }, { max_event_size = 1 }))
+        local events = run({ "\239", "\187" }, { max_event_size = 1 })
+        assert.equal(1, #events)
+        assert.truthy(events[1].err)
+        assert.same({ "message|nil|1|false|nil|nil" },
+                    signature(run({ "\239", "\n", "data: 1\n\n" })))
+    end)
+
     it("returns the event a stream ends in without its blank line", function()
         local stream = sse.new()
         assert.same({}, stream:feed('data: {"usage":{"total_tokens":5}}\ndata: [DO'))

@@ -201,12 +201,6 @@ end
 -- makes is interned, and the lines of one stream are so alike (same
 -- length, same prefix and suffix) that they share a hash bucket.
 local function take_line(self, s, i, j, out)
-    if not self.started then
-        self.started = true
-        if sub(s, i, i + 2) == BOM then
-            i = i + 3
-        end
-    end
     if i > j then
         return dispatch(self, out)
     end
@@ -246,7 +240,8 @@ local function take_line(self, s, i, j, out)
     if field == "data" then
         add_data(self, value)
     elseif field == "event" then
-        self.event_type = value
+        -- An empty type is none: the event's is then "message".
+        self.event_type = value ~= "" and value or nil
     elseif field == "id" then
         if not find(value, "\0", 1, true) then
             self.last_id = value
@@ -288,7 +283,6 @@ local function end_line(self, chunk, from, to, out)
         -- A blank line ends the oversize event.
         if self.line_len == 0 then
             self.skipping = false
-            self.started = true
             reset_event(self)
         end
     else
@@ -328,10 +322,39 @@ local function check_chunk(self, chunk, fname)
     end
 end
 
+-- At the stream's start: drops one leading BOM, before any byte of the
+-- first line is counted against max_event_size, whatever chunks it comes
+-- split over (`bom_seen` of its bytes so far). Returns where `chunk`'s
+-- lines start, or nil while all of it may still be part of a BOM.
+local function skip_bom(self, chunk, out)
+    local seen = self.bom_seen
+    for i = 1, 3 - seen do
+        local b = byte(chunk, i)
+        if b == nil then
+            self.bom_seen = seen + i - 1
+            return nil
+        end
+        if b ~= byte(BOM, seen + i) then
+            -- No BOM: the bytes earlier chunks held back start the line.
+            self.started = true
+            if seen > 0 then
+                keep(self, BOM, 1, seen, out)
+            end
+            return 1
+        end
+    end
+    self.started = true
+    return 4 - seen
+end
+
 -- Reads `chunk` into `out`.
 local function scan(self, chunk, out)
     local n = #chunk
     local pos = 1
+    if not self.started then
+        pos = skip_bom(self, chunk, out)
+        if not pos then return end
+    end
     if self.after_cr and n > 0 then
         -- The previous chunk ended with CR: an LF here completes that CRLF.
         self.after_cr = false
@@ -387,6 +410,10 @@ function Stream:finish(chunk)
     local out = {}
     scan(self, chunk or "", out)
     self.finished = true
+    if not self.started and self.bom_seen > 0 then
+        -- The stream ended inside what could have been a BOM: a line.
+        keep(self, BOM, 1, self.bom_seen, out)
+    end
     if not self.skipping then
         local n = self.npieces
         if n > 0 then
@@ -436,7 +463,8 @@ function _M.new(opts)
         last_id = nil,
         after_cr = false,   -- the last chunk ended with CR
         skipping = false,   -- inside an oversize event
-        started = false,    -- the first line (and its BOM) is behind us
+        started = false,    -- past where a leading BOM could be
+        bom_seen = 0,       -- bytes of a leading BOM read so far
         finished = false,
     }, Stream)
 end
