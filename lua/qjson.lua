@@ -530,8 +530,13 @@ function instance(cfg, enc)
         return parse(cfg, text, opts, safe)
     end
     local function decode_any(text, opts, more)
-        if type(text) == "cdata" then
+        local t = type(text)
+        if t == "cdata" then
             return decode_pointer(cfg, text, opts, more)
+        elseif t == "number" then
+            -- As cjson.decode takes one (its argument is read as Lua reads
+            -- a number as a string: "%.14g"): 123 decodes to 123.
+            text = tostring(text)
         end
         return decode(cfg, text, opts)
     end

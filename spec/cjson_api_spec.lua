@@ -101,6 +101,22 @@ describe("qjson's module tables against lua-cjson's", function()
         end
     end)
 
+    it("decode a number as cjson does, as the string Lua makes of it", function()
+        for _, entry in ipairs(modules()) do
+            local m = entry[2]
+            -- (2^53 as "%.14g" is 9.007199254741e+15.)
+            for _, v in ipairs({ 123, -0.5, 1e300, 2 ^ 53, 0.1 }) do
+                assert.equal(tonumber(tostring(v)), m.decode(v), entry[1])
+                assert.equal(tonumber(tostring(v)), m.decode(v, { lazy = false }), entry[1])
+            end
+            local ok, v = pcall(m.decode, true)
+            assert(not ok or v == nil, entry[1] .. " decoded a boolean")
+        end
+        if fork then
+            assert.equal(fork.decode(2 ^ 53), qjson.decode(2 ^ 53))
+        end
+    end)
+
     it("start with cjson's option settings, but decode_invalid_numbers", function()
         local want = {
             encode_number_precision = { 14 }, encode_sparse_array = { false, 2, 10 },
