@@ -177,6 +177,13 @@ local function descend(p, m, stop)
     return p, m, path
 end
 
+-- A path from `descend` as text: "/messages/1/content".
+local function path_text(path)
+    local at = {}
+    for i, k in ipairs(path) do at[i] = tostring(k) end
+    return "/" .. table.concat(at, "/")
+end
+
 -- Strings whose cjson round trip is exact: valid UTF-8 with escapes.
 local function random_text()
     return random_string(10, false)
@@ -224,9 +231,7 @@ local function random_donor()
     local text = donors[which]
     donor_models[text] = donor_models[text] or cjson.decode(text)
     local p, m, path = descend(qjson.decode(text), donor_models[text], 0.4)
-    local at = {}
-    for i, k in ipairs(path) do at[i] = tostring(k) end
-    return p, deep_copy(m), "donor " .. which .. " at /" .. table.concat(at, "/")
+    return p, deep_copy(m), "donor " .. which .. " at " .. path_text(path)
 end
 
 local NEW_KEYS = { "new", "a.b", "x/y", "t~0", "~1", "", 'quo"te', "back\\slash", "ctl\1\31",
@@ -378,9 +383,7 @@ local function run_mutations(text, seed, rounds, donor_texts, unique_keys)
             local ok, err = pcall(function()
                 local p, m, path = descend(proxy, model, random() < 0.3 and 0.1 or 0.5)
                 local what = mutate(p, m, path, touched)
-                local at = {}
-                for i, k in ipairs(path) do at[i] = tostring(k) end
-                log[#log + 1] = "/" .. table.concat(at, "/") .. " " .. what
+                log[#log + 1] = path_text(path) .. " " .. what
             end)
             assert(ok, context(round, step) .. tostring(err))
         end
@@ -396,9 +399,7 @@ local function run_mutations(text, seed, rounds, donor_texts, unique_keys)
         -- before the root is: from the edits of the change records inside
         -- it (lua/qjson/edits.lua, `edits_for`), not the document's.
         local sub, sub_model, sub_path = descend(proxy, model, 0.3)
-        local at = {}
-        for i, k in ipairs(sub_path) do at[i] = tostring(k) end
-        local sub_where = where .. "at /" .. table.concat(at, "/") .. ": "
+        local sub_where = where .. "at " .. path_text(sub_path) .. ": "
         local sub_out = qjson.encode(sub)
         local sub_ok, sub_decoded = pcall(cjson.decode, sub_out)
         assert(sub_ok, sub_where .. "cjson cannot decode the output: " .. tostring(sub_decoded))

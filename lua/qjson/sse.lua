@@ -324,8 +324,9 @@ end
 
 -- At the stream's start: drops one leading BOM, before any byte of the
 -- first line is counted against max_event_size, whatever chunks it comes
--- split over (`bom_seen` of its bytes so far). Returns where `chunk`'s
--- lines start, or nil while all of it may still be part of a BOM.
+-- split over (`bom_seen` of its bytes so far, false once past where one
+-- could be). Returns where `chunk`'s lines start, or nil while all of it
+-- may still be part of a BOM.
 local function skip_bom(self, chunk, out)
     local seen = self.bom_seen
     for i = 1, 3 - seen do
@@ -336,14 +337,14 @@ local function skip_bom(self, chunk, out)
         end
         if b ~= byte(BOM, seen + i) then
             -- No BOM: the bytes earlier chunks held back start the line.
-            self.started = true
+            self.bom_seen = false
             if seen > 0 then
                 keep(self, BOM, 1, seen, out)
             end
             return 1
         end
     end
-    self.started = true
+    self.bom_seen = false
     return 4 - seen
 end
 
@@ -351,7 +352,7 @@ end
 local function scan(self, chunk, out)
     local n = #chunk
     local pos = 1
-    if not self.started then
+    if self.bom_seen then
         pos = skip_bom(self, chunk, out)
         if not pos then return end
     end
@@ -410,9 +411,10 @@ function Stream:finish(chunk)
     local out = {}
     scan(self, chunk or "", out)
     self.finished = true
-    if not self.started and self.bom_seen > 0 then
+    local seen = self.bom_seen
+    if seen and seen > 0 then
         -- The stream ended inside what could have been a BOM: a line.
-        keep(self, BOM, 1, self.bom_seen, out)
+        keep(self, BOM, 1, seen, out)
     end
     if not self.skipping then
         local n = self.npieces
@@ -463,8 +465,8 @@ function _M.new(opts)
         last_id = nil,
         after_cr = false,   -- the last chunk ended with CR
         skipping = false,   -- inside an oversize event
-        started = false,    -- past where a leading BOM could be
-        bom_seen = 0,       -- bytes of a leading BOM read so far
+        bom_seen = 0,       -- bytes of a leading BOM read so far, false
+                            -- once past where one could be
         finished = false,
     }, Stream)
 end
