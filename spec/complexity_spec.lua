@@ -275,6 +275,20 @@ local PATTERNS = {
         local d, p = qjson.parse(s), qjson.decode(s)
         for _ = 1, n do assert(d:len() == 16 and qjson.len(p) == 16) end
     end },
+    -- Objects 65 536 levels down (max_depth raised), each written once: a
+    -- write there made a record whose depth a pass over the text up to it
+    -- found (until it was noted as the proxy was reached: lua/qjson/lazy.lua,
+    -- DEEP_DEPTHS).
+    { "writes to n objects 65 536 levels deep", function(n)
+        local wrap = 65536
+        local o = '{"k":0,"f":[' .. ("0,"):rep(255) .. "0]}"
+        return ("["):rep(wrap) .. (o .. ","):rep(n - 1) .. o .. ("]"):rep(wrap)
+      end, 1000, function(s, n)
+        local inner = qjson.decode(s, { max_depth = 65538 })
+        for _ = 1, 65535 do inner = inner[1] end
+        for i = 1, n do inner[i].k = i end
+        assert(inner[n].k == n and qjson.len(inner[n].f) == 256)
+    end },
     { "long digit strings: parse and read", function(n)
         return '[' .. string.rep("1", n) .. ".5e-" .. n .. "]"
       end, 100000, function(s)

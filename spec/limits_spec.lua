@@ -97,6 +97,17 @@ describe("100 000-deep nesting", function()
                         { pcall(qjson.encode, p) })
             assert.same({ nil, "Cannot serialise, excessive nesting (1001)" },
                         { safe.encode(p) })
+
+            -- Past 65 535 levels a proxy's depth is kept beside its code:
+            -- the limit counts every level exactly, and the splice lands.
+            local deep = qjson.new()
+            deep.encode_max_depth(N + 1)
+            local open, close = label == "arrays" and "[" or '{"a":',
+                                label == "arrays" and "]" or "}"
+            assert.equal(open:rep(N) .. "[1]" .. close:rep(N), deep.encode(p))
+            deep.encode_max_depth(N)
+            assert.same({ false, ("Cannot serialise, excessive nesting (%d)"):format(N + 1) },
+                        { pcall(deep.encode, p) })
         end)
     end
 

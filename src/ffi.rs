@@ -110,7 +110,6 @@ pub struct Scratch {
     tape_arena: Vec<u8>,
     spans: Vec<Span>,
     live: Vec<u32>,
-    depths: Vec<u32>,
 }
 
 /// `qjson_reader` of the header: where every call leaves its results, and
@@ -929,41 +928,6 @@ pub unsafe extern "C" fn qjson_spans(
                 }
                 None => ErrorCode::TypeMismatch as c_int,
             }
-        })
-    }
-}
-
-/// The nesting depth of the value at each of `cursors[0..count)`
-/// (ascending), in `reader.keys` and `reader.count`.
-///
-/// # Safety
-/// As `with_reader`; `cursors` is valid for `count` reads (or NULL with 0).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn qjson_depths(
-    doc: *mut qjson_doc,
-    cursors: *const u32,
-    count: usize,
-    reader: *mut qjson_reader,
-) -> c_int {
-    // SAFETY: the caller's guarantees are with_reader's.
-    unsafe {
-        with_reader(doc, reader, |doc, reader, scratch| {
-            let cursors: &[u32] = if count == 0 {
-                &[]
-            } else if cursors.is_null() {
-                return ErrorCode::BadArgument as c_int;
-            } else {
-                // SAFETY: the caller guarantees cursors[0..count) is readable.
-                core::slice::from_raw_parts(cursors, count)
-            };
-            let ascending = cursors.windows(2).all(|w| w[0] <= w[1]);
-            if !ascending || !cursors.iter().all(|&c| doc.is_value(c)) {
-                return ErrorCode::BadCursor as c_int;
-            }
-            doc.tree().depths(cursors, &mut scratch.depths);
-            reader.keys = scratch.depths.as_ptr();
-            reader.count = scratch.depths.len();
-            OK
         })
     }
 }

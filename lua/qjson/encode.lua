@@ -699,7 +699,7 @@ local function put_proxy(st, code, depth)
         local e_from = list[first_edit(list, from + 1)]
         if e_from and e_from < to then
             -- Changed inside: from its own depth on.
-            local from_depth = depth_of(ptr, code, reader)
+            local from_depth = depth_of(st, code)
             put_source(base, list, from, from, to, depth, from_depth)
             flush()
             return

@@ -138,7 +138,7 @@ typedef struct qjson_span {
 typedef struct qjson_reader {
     qjson_value value;       /* lookups: the value found */
     qjson_value key;         /* qjson_member: the key (decoded; i64 is its byte offset) */
-    const uint32_t *keys;    /* qjson_members: key entries; qjson_depths: the depths */
+    const uint32_t *keys;    /* qjson_members: key entries */
     const qjson_item *items; /* qjson_tape: the items */
     const qjson_span *spans; /* qjson_spans: the members or elements */
     size_t count;            /* how many keys, items or spans; qjson_escape: bytes consumed;
@@ -266,11 +266,6 @@ int qjson_tape(qjson_doc *doc, uint32_t cursor, qjson_reader *reader);
    gets the container's own source text as qjson_raw fills it.
    QJSON_TYPE_MISMATCH for a scalar. */
 int qjson_spans(qjson_doc *doc, uint32_t cursor, int keys, qjson_reader *reader);
-
-/* The nesting depth (enclosing containers; 0 for the root) of the value at
-   each of cursors[0..count), which must ascend, in reader->keys and
-   reader->count. One pass over the document up to the last cursor. */
-int qjson_depths(qjson_doc *doc, const uint32_t *cursors, size_t count, qjson_reader *reader);
 
 /* Eager decode of a small text by shape: qjson_decode_shaped returns the
    id (from 1) of the text's shape in `shapes`, the same id for every text

@@ -110,7 +110,6 @@ local FREED = "qjson: document used after free()"
 
 local char_ptr = ffi.typeof("const char *")
 local DOC_PTR = ffi.typeof("qjson_doc *")
-local uint32_array = ffi.typeof("uint32_t[?]")
 
 local _M = {}
 
@@ -132,12 +131,15 @@ _M.empty_array_mt = empty_array_mt
 -- its nesting depth (0 for the root), negated minus one for an array. The
 -- encoder's depth limit needs the depth, and a proxy learns it from its
 -- parent for free. Depths from DEEP on are kept as DEEP, so that a code
--- stays an exact double (below 2^53: DEEP could go up to 2^21 - 1), and
--- found natively when needed (`depth_of`: a pass over the document up to
--- the proxy, for writes to such proxies only). DEEP is low enough that the
--- 100 000-level documents of spec/limits_spec.lua take that path.
+-- stays an exact double (below 2^53, where a max_depth of up to 2^31 - 1
+-- would not fit), and the exact depth of such a proxy is kept beside its
+-- state in DEEP_DEPTHS (by cursor), learnt from its parent's there as the
+-- proxy is reached: no write, encode or materialize at any depth costs a
+-- pass over the document. DEEP is low enough that the 100 000-level
+-- documents of spec/limits_spec.lua take that path.
 local SPAN = 2 ^ 32
 local DEEP = 2 ^ 16 - 1
+local DEEP_DEPTHS = setmetatable({}, { __mode = "k" })
 
 local function cursor_of(code)
     if code < 0 then code = -1 - code end
@@ -242,13 +244,29 @@ local function grow_registry(st)
     return new_by_code
 end
 
+-- The code (without its array sign) of the container at `cursor`,
+-- `depth` levels deep from DEEP on, in the document with state st, a
+-- member or element of the one at parent_cursor: its exact depth noted in
+-- DEEP_DEPTHS, from its parent's past DEEP.
+local function deep_code(st, cursor, parent_cursor, depth)
+    local depths = DEEP_DEPTHS[st]
+    if not depths then
+        depths = {}
+        DEEP_DEPTHS[st] = depths
+    end
+    if depth > DEEP then depth = depths[parent_cursor] + 1 end
+    depths[cursor] = depth
+    return DEEP * SPAN + cursor
+end
+
 -- The proxy for the container at `cursor` of type `t` in the document
 -- with state st, a member or element of the proxy with code `parent`: the
 -- one made before, or a new one.
 local function proxy_at(st, cursor, t, parent)
     if parent < 0 then parent = -1 - parent end
     local depth = math_floor(parent / SPAN) + 1
-    local c = (depth < DEEP and depth or DEEP) * SPAN + cursor
+    local c = depth < DEEP and depth * SPAN + cursor
+              or deep_code(st, cursor, parent % SPAN, depth)
     if t ~= T_OBJECT then c = -1 - c end
     if st[CHILD_CODE] == c then return st[CHILD] end
     local reg = st[REG]
@@ -664,15 +682,10 @@ local function source_len(ptr, cursor)
     return n
 end
 
--- The nesting depth of the proxy with `code` in the document ptr: from
--- its code, or, from DEEP on, from one pass over the document up to it
--- (through reader R).
-local function depth_of(ptr, code, R)
-    local d = depth_in(code)
-    if d then return d end
-    C.qjson_depths(ptr, uint32_array(1, cursor_of(code)), 1, R)
-    d = R.keys[0]
-    return d
+-- The nesting depth of the proxy with `code` of state st: from its code,
+-- or, from DEEP on, as noted when it was reached.
+local function depth_of(st, code)
+    return depth_in(code) or DEEP_DEPTHS[st][cursor_of(code)]
 end
 _M.depth_of = depth_of
 
@@ -686,8 +699,8 @@ local function record(st, proxy, code, level)
     if not address then error(FREED, level + 1) end
     local ptr = ffi_cast(DOC_PTR, address)
     local cursor = cursor_of(code)
+    local depth = depth_of(st, code)
     local R = enter()
-    local depth = depth_of(ptr, code, R)
     -- An array: its element count. An object starts simple; a write that
     -- replaces a member whose key repeats makes it not (`proxy_newindex`).
     local n = false

@@ -105,25 +105,6 @@ impl<'a> Tree<'a> {
         self.links[self.links[e as usize] as usize]
     }
 
-    /// Fills `out` with the nesting depth of the value at each of
-    /// `cursors` (ascending): how many containers enclose it, 0 for the
-    /// root. One pass over the entries up to the last cursor.
-    pub fn depths(&self, cursors: &[u32], out: &mut Vec<u32>) {
-        out.clear();
-        let (mut e, mut depth) = (0u32, 0u32);
-        for &c in cursors {
-            while e < c {
-                match self.byte(e) {
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => depth -= 1,
-                    _ => {}
-                }
-                e += 1;
-            }
-            out.push(depth);
-        }
-    }
-
     /// The key entries (opening quotes) of the object at `obj`, in order.
     pub fn keys(&self, obj: u32) -> impl Iterator<Item = u32> + Clone + '_ {
         let close = self.links[obj as usize];
@@ -704,16 +685,5 @@ mod tests {
         index.links[keys[1] as usize + 1] = 1;
         let (found, _) = search(&index, b"h", true);
         assert!(found.is_none_or(|e| e < index.links[0]));
-    }
-
-    #[test]
-    fn depths_count_the_enclosing_containers() {
-        // entries: 0 { 1 " 2 " 3 : 4 [ 5 1 6 , 7 { 8 } 9 ] 10 , 11 " 12 " 13 : 14 2 15 }
-        let doc = Document::parse(br#"{"a":[1,{}],"b":2}"#, &Options::default()).unwrap();
-        let mut out = Vec::new();
-        doc.tree().depths(&[0, 4, 5, 7, 14], &mut out);
-        assert_eq!(out, [0, 1, 2, 2, 1]);
-        doc.tree().depths(&[], &mut out);
-        assert!(out.is_empty());
     }
 }
