@@ -42,6 +42,7 @@ local pairs = pairs
 local ipairs = ipairs
 local next = next
 local tostring = tostring
+local tonumber = tonumber
 local math_floor = math.floor
 
 -- OpenResty's table.nkeys (compiled) where LuaJIT has it: `decode` asks
@@ -296,7 +297,12 @@ local function text_pointer(ptr, len, fname)
         return nil, "bad argument #2 to '" .. fname .. "' (length expected, got "
                     .. (type(len) == "number" and tostring(len) or type(len)) .. ")"
     end
-    local ok, at = pcall(ffi_cast, CHAR_PTR, ptr)
+    -- A number's cdata (get_i64's int64_t, say) casts to a pointer too,
+    -- to the address its value names: refused as what it is.
+    local ok, at = false, nil
+    if tonumber(ptr) == nil then
+        ok, at = pcall(ffi_cast, CHAR_PTR, ptr)
+    end
     if not ok or at == nil then
         return nil, "bad argument #1 to '" .. fname .. "' (string or pointer expected, got "
                     .. (ok and "NULL" or tostring(ffi.typeof(ptr))) .. ")"

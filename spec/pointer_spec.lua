@@ -146,14 +146,27 @@ describe("a text given as a pointer and a length", function()
                                                  .. "pointer expected, got NULL%)" },
             { ffi.new("double", 1), 4, "bad argument #1 to 'decode' %(string or "
                                        .. "pointer expected, got ctype<double>%)" },
+            -- An integer's cdata casts to a pointer, to the address its
+            -- value names: it crashed the process, through qjson.safe too.
+            { ffi.new("int64_t", 5), 3, "bad argument #1 to 'decode' %(string or "
+                                        .. "pointer expected, got ctype<int64_t>%)" },
+            { 1ULL, 2, "bad argument #1 to 'decode' %(string or "
+                       .. "pointer expected, got ctype<uint64_t>%)" },
+            { ffi.new("int", 16), 3, "bad argument #1 to 'decode' %(string or "
+                                     .. "pointer expected, got ctype<int>%)" },
+            { ffi.new("bool", true), 3, "bad argument #1 to 'decode' %(string or "
+                                        .. "pointer expected, got ctype<bool>%)" },
         }
         for _, case in ipairs(cases) do
-            local ok, err = pcall(qjson.decode, case[1], case[2])
-            assert.is_false(ok)
-            assert.matches(case[3], err)
-            local v, safe_err = safe.decode(case[1], case[2])
-            assert.is_nil(v)
-            assert.matches(case[3], safe_err)
+            for _, name in ipairs({ "decode", "parse" }) do
+                local message = case[3]:gsub("'decode'", "'" .. name .. "'")
+                local ok, err = pcall(qjson[name], case[1], case[2])
+                assert.is_false(ok)
+                assert.matches(message, err)
+                local v, safe_err = safe[name](case[1], case[2])
+                assert.is_nil(v)
+                assert.matches(message, safe_err)
+            end
         end
     end)
 
@@ -167,6 +180,13 @@ describe("a text given as a pointer and a length", function()
             local v, err = f()
             assert.is_nil(v)
             assert.matches("decode_body and parse_body run in nginx", err)
+        end
+    end)
+            assert.is_false(ok)
+            assert.equal(message, err:match("^[^:]*pointer_spec%.lua:%d+: (.*)$"))
+        end
+        for _, f in ipairs({ safe.decode_body, safe.parse_body }) do
+            assert.same({ nil, message }, { f() })
         end
     end)
 end)
