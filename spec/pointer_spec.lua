@@ -171,17 +171,15 @@ describe("a text given as a pointer and a length", function()
     end)
 
     it("reads the request body only in nginx", function()
+        -- The message starts with the library's name, or the caller's
+        -- position when it raises (it named lua/qjson/body.lua's).
+        local message = "qjson: decode_body and parse_body run in nginx (lua-nginx-module)"
         for _, f in ipairs({ qjson.decode_body, qjson.parse_body }) do
-            local ok, err = pcall(f)
-            assert.is_false(ok)
-            assert.matches("decode_body and parse_body run in nginx", err)
-        end
-        for _, f in ipairs({ safe.decode_body, safe.parse_body }) do
-            local v, err = f()
-            assert.is_nil(v)
-            assert.matches("decode_body and parse_body run in nginx", err)
-        end
-    end)
+            assert.same({ false, message }, { pcall(f) })
+            local ok, err = pcall(function()
+                local v = f()
+                return v
+            end)
             assert.is_false(ok)
             assert.equal(message, err:match("^[^:]*pointer_spec%.lua:%d+: (.*)$"))
         end

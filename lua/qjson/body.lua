@@ -38,14 +38,15 @@ local NGX_OK, NGX_ERROR = 0, -1
 -- the room for the name in lower case that it asks for.
 local ngx, get_request, value, value_len, lower_name, errmsg
 
+-- Raises at the level `read` does, one frame further up.
 local function init()
     ngx = rawget(_G, "ngx")
     if type(ngx) ~= "table" or not ngx.req then
-        error("qjson: decode_body and parse_body run in nginx (lua-nginx-module)", 3)
+        error("qjson: decode_body and parse_body run in nginx (lua-nginx-module)", 4)
     end
     local found, base = pcall(require, "resty.core.base")
     if not found or not pcall(require, "resty.core.var") then
-        error("qjson: decode_body and parse_body need lua-resty-core", 3)
+        error("qjson: decode_body and parse_body need lua-resty-core", 4)
     end
     get_request = base.get_request
     value = ffi.new("unsigned char *[1]")
