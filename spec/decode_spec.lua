@@ -48,6 +48,27 @@ describe("qjson.decode", function()
             assert.is_nil(t.messages.x)
             assert.is_nil(t[1])
         end)
+        -- Each number is the double nearest its spelling in every form
+        -- of decode, as upstream lua-cjson's strtod gives it: OpenResty's
+        -- fork reads an integer spelling with strtoll, so it gives 0 for
+        -- -0 and clamps one beyond int64 to 2^63 (README, "Coming from
+        -- lua-cjson").
+        it("reads -0 and integers beyond int64 as their nearest doubles", function()
+            local text = "[-0,18446744073709551615,-123456789012345678901234567890,1e2]"
+            local want = { -0.0, 2 ^ 64, -1.2345678901234568e+29, 100 }
+            local forms = {
+                qjson.decode(text),
+                qjson.materialize(qjson.decode(text)),
+                qjson.decode(text, { lazy = false }),
+            }
+            for _, got in ipairs(forms) do
+                for i, v in ipairs(want) do
+                    assert.equal(v, got[i])
+                end
+                assert.equal(-math.huge, 1 / got[1])
+            end
+            assert.equal(-math.huge, 1 / qjson.parse(text):get_f64("[0]"))
+        end)
         it("caches nested proxies", function()
             local t = qjson.decode(CHAT)
             assert.equal(t.messages, t.messages)
