@@ -179,6 +179,9 @@ for k in "${kernels[@]}"; do
 done
 tap_tests "install: luarocks (both rockspecs), make install, loaded from the tree" \
     tools/test_install.sh
+tap_tests "specs inside nginx, \$request_body named in a log_format (nginx caches it)" \
+    env QJSON_SPEC_BODY_CACHED=1 tools/nginx-lua --http 'log_format qjson_body $request_body;' \
+    spec/nginx/run.lua
 check "qjson.sse in a real nginx body filter" tools/nginx-lua spec/nginx/sse_body_filter.lua
 check "bounded memory: 2000 x 1 MB parses, RSS within 64 MB (tools/soak.lua)" \
     luajit tools/soak.lua memory 2000 64

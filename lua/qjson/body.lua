@@ -16,6 +16,15 @@
 -- in the request's pool (heap memory earlier requests freed). The
 -- document copies the bytes into memory of its own (qjson_parse_copy), as
 -- it outlives the request's.
+--
+-- Unless nginx caches the variable: where the configuration names
+-- `$request_body` (a log_format, a map, proxy_set_body), nginx keeps its
+-- value from the first time it is asked for in a request, and it would
+-- give a body since replaced (ngx.req.set_body_data, set_body_file,
+-- init_body) or "no body" when first asked before ngx.req.read_body().
+-- There the body comes from get_body_data() and get_body_file(), as
+-- cjson's callers read it: the same value, at the string's cost. Whether
+-- nginx caches it is found once per worker (`variable_cached`).
 
 local ffi = require("ffi")
 
@@ -38,6 +47,11 @@ local NGX_OK, NGX_ERROR = 0, -1
 -- the room for the name in lower case that it asks for.
 local ngx, get_request, value, value_len, lower_name, errmsg
 
+-- Whether nginx caches $request_body in this configuration: nil until
+-- found (see `variable_cached`), then true or false for the worker's life
+-- (a new configuration comes with new workers).
+local cached = nil
+
 -- Raises at the level `read` does, one frame further up.
 local function init()
     ngx = rawget(_G, "ngx")
@@ -55,12 +69,51 @@ local function init()
     errmsg = base.get_errmsg_ptr()
 end
 
+-- Whether nginx caches $request_body for request r, whose body has been
+-- read (asking before would have nginx cache "no body" for it): nginx's
+-- own lookup, asked twice, gives the same value cell when it caches the
+-- variable (the request's) and a new one each time when it does not (one
+-- from the request's pool). True, the safe answer, when nginx's lookup
+-- cannot be called as declared here.
+local function variable_cached(r)
+    pcall(ffi.cdef, [[
+        void *ngx_http_get_variable(ngx_http_request_t *r, ngx_str_t *name, uintptr_t key);
+    ]])
+    local ok, same = pcall(function()
+        local name = ffi.new("ngx_str_t")
+        name.data, name.len = NAME, #NAME
+        -- nginx's hash of the name (ngx_hash: key * 31 + byte).
+        local key = 0ULL
+        for i = 1, #NAME do
+            key = key * 31 + NAME:byte(i)
+        end
+        local first = C.ngx_http_get_variable(r, name, key)
+        return first == nil or first == C.ngx_http_get_variable(r, name, key)
+    end)
+    return not ok or same
+end
+
+-- The text of the file nginx wrote the body to (a body larger than
+-- client_body_buffer_size, or any under client_body_in_file_only); nil
+-- for an empty one, a body of no bytes.
+local function read_file(path)
+    local f, err = io_open(path, "rb")
+    if not f then
+        error("qjson: cannot read the request body's file: " .. err, 4)
+    end
+    local text = f:read("*a")
+    f:close()
+    if text == "" then
+        return nil
+    end
+    return text
+end
+
 -- The current request's body: the pointer to it and its length when nginx
--- holds it in memory; the text, read from the file, when nginx wrote it
--- to a temporary file (a body larger than client_body_buffer_size); nil
--- when the request has none, or it has not been read
--- (ngx.req.read_body(), or `lua_need_request_body on`). Raises at the
--- level of the caller of `apply`'s caller.
+-- holds it in memory; its text when nginx wrote it to a temporary file,
+-- or caches $request_body; nil when the request has none, or it has not
+-- been read (ngx.req.read_body(), or `lua_need_request_body on`). Raises
+-- at the level of the caller of `apply`'s caller.
 local function read()
     if not get_request then
         init()
@@ -69,23 +122,29 @@ local function read()
     if not r then
         error("qjson: no request found", 3)
     end
-    local rc = C.ngx_http_lua_ffi_var_get(r, NAME, #NAME, lower_name, 0, value, value_len, errmsg)
-    if rc == NGX_OK then
-        return value[0], tonumber(value_len[0])
-    elseif rc == NGX_ERROR then
-        error("qjson: " .. ffi_string(errmsg[0]), 3)
+    if cached == false then
+        local rc = C.ngx_http_lua_ffi_var_get(r, NAME, #NAME, lower_name, 0, value, value_len,
+                                              errmsg)
+        if rc == NGX_OK then
+            return value[0], tonumber(value_len[0])
+        elseif rc == NGX_ERROR then
+            error("qjson: " .. ffi_string(errmsg[0]), 3)
+        end
+        -- Not in memory (NGX_DECLINED): in a file, or no body.
+        local path = ngx.req.get_body_file()
+        if not path then
+            return nil
+        end
+        return read_file(path)
     end
-    -- Not in memory (NGX_DECLINED): in a file, or no body.
-    local path = ngx.req.get_body_file()
-    if not path then
-        return nil
+    local text = ngx.req.get_body_data()
+    local path = not text and ngx.req.get_body_file()
+    if cached == nil and (text or path) then
+        cached = variable_cached(r)
     end
-    local f, err = io_open(path, "rb")
-    if not f then
-        error("qjson: cannot read the request body's file: " .. err, 3)
+    if path then
+        return read_file(path)
     end
-    local text = f:read("*a")
-    f:close()
     return text
 end
 

@@ -140,6 +140,77 @@ describe("qjson inside nginx", function()
         assert.equal("nil nil|nil|nil|nil|nil\n", got)
     end)
 
+    -- nginx caches $request_body where the configuration names it (a
+    -- log_format, a map): make test runs these specs without such a
+    -- directive and with one (QJSON_SPEC_BODY_CACHED=1), and the body read
+    -- is the body as it is now either way.
+    local body_cached = os.getenv("QJSON_SPEC_BODY_CACHED") == "1"
+
+    it("access: decode_body reads the body as it is now, however it was replaced", function()
+        runner.on("access", function()
+            local unread = tostring(qjson.decode_body())
+            ngx.req.read_body()
+            local first = qjson.encode(qjson.decode_body())
+            local old = ngx.var.request_body
+            ngx.req.set_body_data('{"replaced":1}')
+            local stale = ngx.var.request_body == old
+            local replaced = qjson.encode(qjson.decode_body()) .. " " .. safe.parse_body():raw()
+            local function body_file(text)
+                local path = os.tmpname()
+                local f = assert(io.open(path, "wb"))
+                f:write(text)
+                f:close()
+                ngx.req.set_body_file(path, true)
+            end
+            body_file('{"file":2}')
+            local from_file = qjson.encode(qjson.decode_body())
+            body_file('{"file":3}')
+            from_file = from_file .. " " .. safe.parse_body():raw()
+            ngx.say(stale, "|", unread, "|", first, "|", replaced, "|", from_file)
+            return ngx.exit(200)
+        end)
+        for _, path in ipairs({ "/single/access", "/phase/access", "/file/access" }) do
+            local status, got = client.request("POST", path, '{"orig":0}')
+            assert.equal(200, status)
+            assert.equal(tostring(body_cached) .. '|nil|{"orig":0}|{"replaced":1} {"replaced":1}'
+                         .. '|{"file":2} {"file":3}\n', got)
+        end
+    end)
+
+    it("access: decode_body gives nil for a body of no bytes in a file", function()
+        runner.on("access", function()
+            ngx.req.read_body()
+            ngx.say(tostring(ngx.req.get_body_file() ~= nil), " ", tostring(qjson.decode_body()),
+                    " ", tostring((select(2, safe.decode_body()))), " ",
+                    tostring(qjson.parse_body()))
+            return ngx.exit(200)
+        end)
+        local status, got = client.request("POST", "/file/access", "")
+        assert.equal(200, status)
+        assert.equal("true nil nil nil\n", got)
+    end)
+
+    it("access: parse_body makes no Lua string of a body in memory, unless nginx caches it",
+       function()
+        runner.on("access", function()
+            ngx.req.read_body()
+            collectgarbage()
+            collectgarbage("stop")
+            local before = collectgarbage("count")
+            local doc = qjson.parse_body()
+            local grew = collectgarbage("count") - before
+            collectgarbage("restart")
+            ngx.say(doc:get_str("model"), " ", grew > 1024)
+            return ngx.exit(200)
+        end)
+        local status, got = client.request("POST", "/single/access",
+                                           helper.chat_request(1024 * 1024))
+        assert.equal(200, status)
+        -- (Where nginx caches the variable, the body is get_body_data()'s
+        -- string, as cjson's callers read it.)
+        assert.equal("gpt-4o " .. tostring(body_cached) .. "\n", got)
+    end)
+
     it("content: invalid JSON becomes a 400 carrying qjson's message", function()
         local bad = REQUEST:sub(1, 40)
         runner.on("content", function()
