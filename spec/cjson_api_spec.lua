@@ -190,6 +190,36 @@ describe("qjson.new()", function()
     end)
 end)
 
+describe("number options", function()
+    -- NaN compares false with every bound: it passed the range check,
+    -- was kept, and the next encode's number format ("%.nang") crashed
+    -- the process.
+    it("refuse NaN as out of range, as cjson does, and keep their setting", function()
+        local q = qjson.new()
+        local cases = {
+            { "encode_number_precision", "expected integer between 1 and 16", 14 },
+            { "encode_max_depth", "expected integer between 1 and 2147483647", 1000 },
+            { "decode_max_depth", "expected integer between 1 and 2147483647", 1000 },
+        }
+        for _, case in ipairs(cases) do
+            local name, message, setting = case[1], case[2], case[3]
+            assert.has_error(function() q[name](0 / 0) end,
+                             "bad argument #1 to '" .. name .. "' (" .. message .. ")")
+            assert.equal(setting, q[name]())
+        end
+        assert.has_error(function() q.encode_sparse_array(true, 0 / 0) end,
+                         "bad argument #2 to 'encode_sparse_array' "
+                         .. "(expected integer between 0 and 2147483647)")
+        assert.same({ false, 2, 10 }, { q.encode_sparse_array() })
+        local p = q.decode('{"a":1}')
+        p.b = 2.5
+        assert.equal('{"a":1,"b":2.5}', q.encode(p))
+        assert.same({ nil, "bad argument #1 to 'encode_number_precision' "
+                           .. "(expected integer between 1 and 16)" },
+                    { safe.new().encode_number_precision(0 / 0) })
+    end)
+end)
+
 describe("decode_lazy", function()
     it("off, makes decode give plain tables unless a call asks for proxies", function()
         local a = qjson.new()

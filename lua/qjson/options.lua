@@ -79,7 +79,9 @@ function _M.integer(name, arg, v, lo, hi)
         error(format("bad argument #%d to '%s' (number expected, got %s)", arg, name, type(v)), 3)
     end
     n = n >= 0 and math_floor(n) or math_ceil(n)
-    if n < lo or n > hi then
+    -- (NaN compares false with everything: out of range too, as cjson
+    -- finds it; kept, it made the number format "%.nang".)
+    if not (n >= lo and n <= hi) then
         error(format("bad argument #%d to '%s' (expected integer between %d and %d)",
                      arg, name, lo, hi), 3)
     end
