@@ -350,6 +350,12 @@ end
 -- opts.lazy == false (or opts does not say and decode_lazy is off).
 -- Returns the value, or nil, the message and its level.
 local function decode(cfg, text, opts)
+    if opts ~= nil and type(opts) ~= "table" then
+        -- (Before `opts.lazy`, which a number or a boolean would raise on,
+        -- from qjson.safe's too.)
+        return nil, "bad argument #2 to 'decode' (table expected, got " .. type(opts) .. ")",
+               MISUSE
+    end
     local lazy_given = opts and opts.lazy
     local lazy_option = lazy_given
     if lazy_option == nil then

@@ -90,6 +90,19 @@ describe("qjson.safe", function()
                                 5, "x", true, print }) do
             local err = nil_err(safe.parse, "[]", opts)
             assert.equal(raised(qjson.parse, "[]", opts), err)
+            -- decode read `opts.lazy` first, and raised on a number or a
+            -- boolean, from qjson.safe too.
+            for _, lazy in ipairs({ false, true }) do
+                local q, s = qjson.new(), safe.new()
+                q.decode_lazy(lazy)
+                s.decode_lazy(lazy)
+                local decode_err = nil_err(s.decode, "[]", opts)
+                assert.equal(raised(q.decode, "[]", opts), decode_err)
+                if type(opts) ~= "table" then
+                    assert.equal("bad argument #2 to 'decode' (table expected, got "
+                                 .. type(opts) .. ")", decode_err)
+                end
+            end
         end
         -- Good options still apply.
         assert.is_nil(safe.parse("[[1]]", { max_depth = 1 }))
