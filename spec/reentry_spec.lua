@@ -206,6 +206,26 @@ describe("qjson re-entered during a call", function()
         end)
     end
 
+    -- Each finalizer's parse paces the collector (lua/qjson/doc.lua,
+    -- `pace`), whose step ran the next finalizers inside it, and so on
+    -- until the stack overflowed, out of collectgarbage().
+    it("from many finalizers that each parse a text larger than a small one", function()
+        local parts = {}
+        for i = 1, 300 do parts[i] = '{"id":' .. i .. ',"s":"v' .. i .. '"}' end
+        local text = '{"list":[' .. table.concat(parts, ",") .. "]}"
+        local done = 0
+        local function parse_one()
+            local t = qjson.decode(text)
+            if t.list[300].id == 300 then done = done + 1 end
+        end
+        for _ = 1, 3 do
+            for _ = 1, 5000 do ffi.gc(ffi.new("int[1]"), parse_one) end
+            collectgarbage()
+            collectgarbage()
+        end
+        assert.equal(15000, done)
+    end)
+
     it("frees a document freed while it is being read only after the read", function()
         local victims = {}
         local function free_victims()

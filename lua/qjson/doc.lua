@@ -411,7 +411,17 @@ end
 -- GC_PACE_BYTES: on the first time in a cycle sets the allowance, half
 -- the heap in bytes (the count is in KB); past the allowance, has the
 -- collector do the work for the debt beyond it.
+--
+-- Not again while its step runs: the step runs finalizers, a finalizer
+-- that parses a text runs `pace`, and each nested step ran the next
+-- finalizers, until the stack overflowed ("stack overflow" out of
+-- collectgarbage(), 5 000 finalizers each decoding 8 KB). The outer
+-- step's `paced` covers what they add.
+local stepping = false
 local function pace()
+    if stepping then
+        return
+    end
     if paced == 0 then
         local allowance = collectgarbage("count") * 512
         paced = allowance > GC_PACE_BYTES and allowance or GC_PACE_BYTES
@@ -419,8 +429,13 @@ local function pace()
             return
         end
     end
-    collectgarbage("step", (native_debt - paced) / 1024)
+    stepping = true
+    local ok, err = pcall(collectgarbage, "step", (native_debt - paced) / 1024)
+    stepping = false
     paced = native_debt
+    if not ok then
+        error(err, 0)
+    end
 end
 
 local function release_pending()
