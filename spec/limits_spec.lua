@@ -153,17 +153,29 @@ describe("100 000-deep nesting", function()
         assert(ok, err)
     end)
 
-    it("encodes with encode_max_depth raised: the configured limit is the only limit",
-       function()
+    it("encodes with encode_max_depth raised, up to 2 000 000 levels", function()
         -- cjson gives up where lua_checkstack does (7998 with LuaJIT);
         -- qjson's encoder keeps its own stack, so any depth the option
-        -- allows encodes.
+        -- allows encodes, to 2 000 000 levels (`DEEPEST` in
+        -- lua/qjson/encode.lua: each 500 nest a C call).
         qjson.encode_max_depth(2 ^ 31 - 1)
         local ok, out = pcall(qjson.encode, plain_chain(N))
         qjson.encode_max_depth(1000)
         assert(ok, out)
         assert.equal(string.rep("[", N) .. "{}" .. string.rep("]", N), out)
         -- The encoder is usable afterwards.
+        assert.equal("[[1]]", qjson.encode({ { 1 } }))
+    end)
+
+    -- Under the largest encode_max_depth a table that contains itself
+    -- ran until the C stack overflowed (SIGSEGV).
+    it("fails on a table that contains itself under any encode_max_depth", function()
+        local t = {}
+        t.a = t
+        qjson.encode_max_depth(2 ^ 31 - 1)
+        local ok, err = pcall(qjson.encode, t)
+        qjson.encode_max_depth(1000)
+        assert.same({ false, "Cannot serialise, excessive nesting (2000001)" }, { ok, err })
         assert.equal("[[1]]", qjson.encode({ { 1 } }))
     end)
 
