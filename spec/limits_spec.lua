@@ -280,6 +280,30 @@ describe("input size", function()
         ffi.C.munmap(p, size)
     end)
 
+    -- LuaJIT's strings end below 2 GB: the indentation of 50 000 nested
+    -- tables passes that, and JIT-compiled code writing it crashed the
+    -- process (SIGSEGV) where the interpreter raises.
+    it("of an encode past 2 GB fails with 'not enough memory'", function()
+        if not FULL then return pending("run under the avx2 kernel only") end
+        local need = 2 ^ 31 + 512 * 1024 * 1024
+        if mem_available() < need then
+            return pending(("needs %d MB free, /proc/meminfo has %d MB")
+                           :format(need / 2 ^ 20, mem_available() / 2 ^ 20))
+        end
+        local q = qjson.new()
+        q.encode_max_depth(100000)
+        q.encode_indent(" ")
+        local t = {}
+        local at = t
+        for _ = 1, 50000 do
+            at[1] = {}
+            at = at[1]
+        end
+        assert.same({ false, "not enough memory" }, { pcall(q.encode, t) })
+        assert.equal('[\n [\n  1\n ]\n]', q.encode({ { 1 } }))
+        collectgarbage()
+    end)
+
     it("of 1 GB parses, or is skipped when memory is short", function()
         if not FULL then return pending("run under the avx2 kernel only") end
         local size = 1000 * 1000 * 1000

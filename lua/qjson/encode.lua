@@ -367,8 +367,17 @@ local function array_length(t)
     return max
 end
 
+-- LuaJIT's strings and buffers end below 2 GB. Indentation written past
+-- that by compiled code crashed the process (SIGSEGV: 50 000 nested
+-- tables under encode_indent(" ")) where the interpreter raises "not
+-- enough memory", as `put_newline` does first.
+local MAX_OUTPUT = 2 ^ 31 - 2 ^ 24
+
 -- Under encode_indent: a new line, indented for nesting depth `depth`.
 local function put_newline(depth)
+    if #buf + 1 + depth * #config.indent > MAX_OUTPUT then
+        raise("not enough memory")
+    end
     buf:put("\n")
     for _ = 1, depth do
         buf:put(config.indent)
