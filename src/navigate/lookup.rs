@@ -225,12 +225,18 @@ impl Default for Lookup {
     }
 }
 
+/// The link slot holding the lookup state of the object at `obj`, which
+/// has a member: its first `:` (`{`, the key's quotes, then the colon).
+fn object_state_slot(obj: u32) -> usize {
+    obj as usize + 3
+}
+
 /// The link slot holding a container's lookup state, if it has one: the
 /// first separator (see the module docs). `c` is an array or object with
 /// `count` members or elements.
 fn state_slot(tree: &Tree<'_>, c: u32, count: u32, is_object: bool) -> Option<usize> {
     if is_object {
-        (count > 0).then_some(c as usize + 3)
+        (count > 0).then_some(object_state_slot(c))
     } else {
         (count > 1).then(|| tree.skip(c + 1) as usize)
     }
@@ -361,7 +367,7 @@ impl Lookup {
         let tree = tree(src, index);
         let count = tree.count(obj);
         debug_assert!(count as usize > PAIRWISE_MAX);
-        let slot = obj as usize + 3;
+        let slot = object_state_slot(obj);
         let len = table_len(count as usize);
         let state = index.links[slot];
         // Only now: an object that is walked makes no buffers.
@@ -410,10 +416,10 @@ impl Lookup {
     ) -> (Option<u32>, bool) {
         let count = tree(src, index).count(obj);
         // Whether an earlier walk left back links in the commas (see the
-        // module docs): the state is not 0 after one.
+        // module docs): the state's bit 0 is set after one.
         let mut linked = false;
         if count > BACK_LINKS_FROM {
-            let slot = obj as usize + 3;
+            let slot = object_state_slot(obj);
             let state = index.links[slot];
             if count as usize > PAIRWISE_MAX {
                 // Its first WALKS searches walk it and count themselves in
@@ -480,7 +486,7 @@ impl Lookup {
         if count as usize > PAIRWISE_MAX {
             return self.object_table(src, index, obj, last_wins).distinct;
         }
-        let slot = obj as usize + 3;
+        let slot = object_state_slot(obj);
         let counted = index.links[slot] >> SMALL_DISTINCT;
         if counted != 0 {
             return counted - 1;
