@@ -151,14 +151,23 @@ local checks = {
 -- Returns nil, message for a bad table. `lazy` (decode only) is not a
 -- native option and is skipped here. A section running inside another
 -- (see lua/qjson/ffi.lua) fills options of its own.
+-- The message for `opts`, argument #2 of `fname`, when it is neither nil
+-- nor a table; else nil.
+local function options_misuse(opts, fname)
+    if opts ~= nil and type(opts) ~= "table" then
+        return "bad argument #2 to '" .. fname .. "' (table expected, got " .. type(opts) .. ")"
+    end
+    return nil
+end
+
 local function options_for(opts, fname, R, cfg)
     local default_options = cfg.options
     if opts == nil then
         return default_options
     end
-    if type(opts) ~= "table" then
-        return nil, "bad argument #2 to '" .. fname .. "' (table expected, got "
-                    .. type(opts) .. ")"
+    local misuse = options_misuse(opts, fname)
+    if misuse then
+        return nil, misuse
     end
     local call_options = R == qffi.main and main_options or ffi.new("qjson_options")
     call_options.max_depth = default_options.max_depth
@@ -350,11 +359,11 @@ end
 -- opts.lazy == false (or opts does not say and decode_lazy is off).
 -- Returns the value, or nil, the message and its level.
 local function decode(cfg, text, opts)
-    if opts ~= nil and type(opts) ~= "table" then
-        -- (Before `opts.lazy`, which a number or a boolean would raise on,
-        -- from qjson.safe's too.)
-        return nil, "bad argument #2 to 'decode' (table expected, got " .. type(opts) .. ")",
-               MISUSE
+    -- (Before `opts.lazy`, which a number or a boolean would raise on,
+    -- from qjson.safe's too.)
+    local misuse = options_misuse(opts, "decode")
+    if misuse then
+        return nil, misuse, MISUSE
     end
     local lazy_given = opts and opts.lazy
     local lazy_option = lazy_given
