@@ -122,6 +122,7 @@ local function read()
     if not r then
         error("qjson: no request found", 3)
     end
+    local text
     if cached == false then
         local rc = C.ngx_http_lua_ffi_var_get(r, NAME, #NAME, lower_name, 0, value, value_len,
                                               errmsg)
@@ -131,13 +132,9 @@ local function read()
             error("qjson: " .. ffi_string(errmsg[0]), 3)
         end
         -- Not in memory (NGX_DECLINED): in a file, or no body.
-        local path = ngx.req.get_body_file()
-        if not path then
-            return nil
-        end
-        return read_file(path)
+    else
+        text = ngx.req.get_body_data()
     end
-    local text = ngx.req.get_body_data()
     local path = not text and ngx.req.get_body_file()
     if cached == nil and (text or path) then
         cached = variable_cached(r)
@@ -150,7 +147,8 @@ end
 
 -- `f(body, opts)`, f a module's parse or decode, on the current request's
 -- body: f(ptr, len, opts) on a body in memory, f(text, opts) on one read
--- from its file; nil when there is none. Called by a tail call, and
+-- from its file or, where nginx caches $request_body, got as a string;
+-- nil when there is none. Called by a tail call, and
 -- calling f by one, so that what raises raises at the caller's level.
 function _M.apply(f, opts)
     local text, len = read()
