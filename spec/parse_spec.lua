@@ -244,6 +244,11 @@ describe("qjson.parse", function()
             { "\xef\xbb\xbf[]", "qjson: unexpected character '\\xef' at byte 0, expected a value" },
             { "[1", "qjson: unexpected end of input at byte 2, expected ',' or ']'" },
             { "// c\n[]", "qjson: unexpected character '/' at byte 0, expected a value" },
+            -- The first error in the text, though stage 1 finds the later
+            -- control byte, invalid UTF-8 or open string first.
+            { '[1,,"\1"]', "qjson: unexpected character ',' at byte 3, expected a value" },
+            { '[0, "\xff\1"]', "qjson: invalid UTF-8 at byte 5" },
+            { '[1 2, "ab', "qjson: unexpected character '2' at byte 3, expected ',' or ']'" },
         }
         for _, case in ipairs(cases) do
             it("reports " .. case[2], function()

@@ -139,20 +139,11 @@ impl<'a> Document<'a> {
     ) -> Result<()> {
         let held = self.load_bytes();
         // SAFETY: the caller vouches for the kernel.
-        let parsed = unsafe { scan::stage1(kernel, src, &mut self.index) }.and_then(|()| {
-            // SAFETY: the index is stage 1's output for `src`: offsets of
-            // bytes of `src`, each string's quotes consecutive entries;
-            // the build beside a kernel this CPU runs is one it runs.
-            unsafe {
-                validate::validate_unchecked(
-                    src,
-                    &mut self.index,
-                    opts,
-                    scratch,
-                    Isa::beside(kernel),
-                )
-            }
-        });
+        let parsed = match unsafe { self.index_and_validate(src, opts, scratch, kernel) } {
+            // SAFETY: as above.
+            Err(e) => Err(unsafe { self.earliest_error(e, src, opts, scratch, kernel) }),
+            ok => ok,
+        };
         self.grown = self.load_bytes().saturating_sub(held);
         // A load grows only the index.
         self.held += self.grown;
@@ -163,6 +154,99 @@ impl<'a> Document<'a> {
         self.src = src;
         self.opts = *opts;
         Ok(())
+    }
+
+    /// Stage 1 over `src` into the index, then validation.
+    ///
+    /// # Safety
+    /// The CPU supports `kernel`.
+    #[inline(always)]
+    unsafe fn index_and_validate(
+        &mut self,
+        src: &[u8],
+        opts: &Options,
+        scratch: &mut validate::Scratch,
+        kernel: scan::Kernel,
+    ) -> Result<()> {
+        // SAFETY: the caller vouches for the kernel.
+        unsafe { scan::stage1(kernel, src, &mut self.index) }?;
+        // SAFETY: the index is stage 1's output for `src`: offsets of
+        // bytes of `src`, each string's quotes consecutive entries; the
+        // build beside a kernel this CPU runs is one it runs.
+        unsafe {
+            validate::validate_unchecked(src, &mut self.index, opts, scratch, Isa::beside(kernel))
+        }
+    }
+
+    /// The first error of `src` in text order, given `error`, the one
+    /// [`Document::index_and_validate`] reported.
+    ///
+    /// Stage 1 reports invalid UTF-8, a control byte in a string and a
+    /// string left open wherever they are, before validation reads the
+    /// grammar: `[1,,"\u{1}"]` named the control byte at 5, not the
+    /// second comma at 3, which is where a reader (and cjson, which reads
+    /// in order) looks. Its kernels also find a control byte before
+    /// invalid UTF-8 earlier in the text. So the text before such an error
+    /// is checked again on its own. An error there comes first and is the
+    /// answer, unless cutting the text made it: the input ends, or nothing
+    /// but whitespace is left; or a string is left open, the one the cut
+    /// falls in, and then the text before that string is checked.
+    ///
+    /// Linear: each pass reads less than the one before, and there are at
+    /// most three. Stage 1 reports an open string only where it found
+    /// nothing else, so the text before it has no stage 1 error; the text
+    /// before a control byte has none but invalid UTF-8 (the control byte
+    /// is the first) and an open string, and the text before invalid
+    /// UTF-8, an open string only.
+    ///
+    /// # Safety
+    /// The CPU supports `kernel`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn earliest_error(
+        &mut self,
+        mut error: Error,
+        src: &[u8],
+        opts: &Options,
+        scratch: &mut validate::Scratch,
+        kernel: scan::Kernel,
+    ) -> Error {
+        let stage1_error = |code| {
+            matches!(
+                code,
+                ErrorCode::InvalidUtf8
+                    | ErrorCode::ControlCharacter
+                    | ErrorCode::UnterminatedString
+            )
+        };
+        if !stage1_error(error.code) {
+            return error;
+        }
+        let mut end = error.offset;
+        for _ in 0..3 {
+            self.index.clear();
+            // SAFETY: the caller vouches for the kernel.
+            let Err(earlier) =
+                (unsafe { self.index_and_validate(&src[..end], opts, scratch, kernel) })
+            else {
+                break;
+            };
+            if earlier.offset >= end || earlier.code == ErrorCode::Empty {
+                break;
+            }
+            end = earlier.offset;
+            match earlier.code {
+                // The string the cut falls in: look before it.
+                ErrorCode::UnterminatedString => {}
+                code => {
+                    error = earlier;
+                    if !stage1_error(code) {
+                        break;
+                    }
+                }
+            }
+        }
+        error
     }
 
     /// Bytes of native memory the last parse should be charged to the

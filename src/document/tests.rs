@@ -484,6 +484,58 @@ fn load_with_runs_the_named_kernel_and_agrees_with_load() {
     }
 }
 
+/// Stage 1 finds invalid UTF-8, control bytes in strings and a string
+/// left open before validation reads the grammar, yet none of them may
+/// hide an earlier error: a text `head` ending in a space that fails
+/// before its end fails the same way whatever follows it (its tokens end
+/// at the space), with every kernel. `[1,, ` then `"\x01"` named the
+/// control byte at 6, not the comma at 3.
+#[test]
+fn the_first_error_is_reported_whatever_follows_it() {
+    use crate::testing::{Rng, random_text, rounds};
+    let mut rng = Rng::new(41);
+    let opts = Options {
+        max_depth: 6,
+        ..Options::default()
+    };
+    let (mut checked, mut hidden) = (0, 0);
+    for _ in 0..rounds(20_000) {
+        let head_len = 1 + rng.below(120);
+        let mut head = random_text(&mut rng, head_len);
+        head.push(b' ');
+        let Err(want) = Document::new().load(&head, &opts) else {
+            continue;
+        };
+        if want.offset + 1 >= head.len() || want.code == ErrorCode::UnterminatedString {
+            continue;
+        }
+        let mut text = head.clone();
+        let tail_len = rng.below(200);
+        text.extend(random_text(&mut rng, tail_len));
+        // The texts that test the rule: stage 1 alone finds an error after
+        // `head`'s.
+        if let Err(e) = scan::scan(&text, &mut Index::default()) {
+            hidden += usize::from(e.offset > want.offset);
+        }
+        for kernel in scan::supported_kernels() {
+            let got = Document::new().load_with(kernel, &text, &opts).unwrap_err();
+            assert_eq!(
+                got,
+                want,
+                "{} on {:?}",
+                kernel.name(),
+                String::from_utf8_lossy(&text)
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > rounds(20_000) / 4, "{checked} texts checked");
+    assert!(
+        hidden > checked / 10,
+        "{hidden} of {checked} had a later stage 1 error"
+    );
+}
+
 #[test]
 fn the_pools_measure_follows_every_load_and_read() {
     let wide = format!(
