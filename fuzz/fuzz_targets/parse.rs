@@ -1,11 +1,11 @@
 //! Parse: any bytes, both duplicate-key policies, a random nesting limit.
 //!
 //! Input: `[policy, depth, text...]`. Checks that
-//! * every kernel this CPU runs (scalar, avx2, avx512) gives the same verdict and
-//!   the same index (positions, escapes, links) for stage 1 + validation
-//!   (in the build of stage 2 beside the kernel: the baseline beside
-//!   scalar, x86-64-v3 beside the others), called at the Rust level
-//!   because `QJSON_KERNEL` is read once per process;
+//! * every kernel this CPU runs (scalar, avx2, avx512) gives the same verdict
+//!   (the same first error) and the same index (positions, escapes, links)
+//!   for stage 1 + validation (in the build of stage 2 beside the kernel:
+//!   the baseline beside scalar, x86-64-v3 beside the others), through
+//!   `Document::load_with` because `QJSON_KERNEL` is read once per process;
 //! * `qjson_parse` (C ABI, active kernel) agrees with that verdict;
 //! * the policies and limits nest: what `error` accepts `last wins` accepts,
 //!   and the only extra rejections are `QJSON_E_DUPLICATE_KEY` and
@@ -15,10 +15,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use qjson::document::Document;
 use qjson::error::ErrorCode;
-use qjson::index::Index;
-use qjson::scan::{scan_with, supported_kernels};
-use qjson::validate;
+use qjson::scan::supported_kernels;
 use qjson_fuzz::{Doc, Rejected, options, take};
 
 fuzz_target!(|data: &[u8]| {
@@ -29,24 +28,15 @@ fuzz_target!(|data: &[u8]| {
 
     let mut first = None;
     for kernel in supported_kernels() {
-        let mut index = Index::default();
-        let verdict = scan_with(kernel, text, &mut index).and_then(|()| {
-            // SAFETY: the index is stage 1's output for `text`; the build
-            // beside a kernel this CPU runs is one it runs.
-            unsafe {
-                validate::validate_unchecked(
-                    text,
-                    &mut index,
-                    &opts,
-                    &mut validate::Scratch::default(),
-                    validate::Isa::beside(kernel),
-                )
-            }
+        let mut doc = Document::new();
+        let got = doc.load_with(kernel, text, &opts).map(|()| {
+            let index = doc.index();
+            (
+                index.positions.clone(),
+                index.escapes.clone(),
+                index.links.clone(),
+            )
         });
-        let got = match verdict {
-            Ok(()) => Ok((index.positions, index.escapes, index.links)),
-            Err(e) => Err(e),
-        };
         match &first {
             None => first = Some(got),
             Some(want) => assert!(*want == got, "kernel {} disagrees", kernel.name()),

@@ -202,9 +202,7 @@ impl<'a> Doc<'a> {
                     &mut **block,
                     reader.0,
                 ),
-                None if copy => {
-                    qjson_parse_copy(text.as_ptr().cast(), text.len(), &opts, reader.0)
-                }
+                None if copy => qjson_parse_copy(text.as_ptr().cast(), text.len(), &opts, reader.0),
                 None => qjson_parse(text.as_ptr().cast(), text.len(), &opts, reader.0),
             }
         };
@@ -214,7 +212,10 @@ impl<'a> Doc<'a> {
                 assert_eq!(out.len, text.len(), "the copy's length");
                 // SAFETY: the copy is the document's, readable for its
                 // length while the document lives.
-                assert!(unsafe { copy_out(out.str_.cast(), out.len) } == text, "the copy's bytes");
+                assert!(
+                    unsafe { copy_out(out.str_.cast(), out.len) } == text,
+                    "the copy's bytes"
+                );
                 out.str_.cast()
             } else {
                 text.as_ptr()
