@@ -248,6 +248,13 @@ int qjson_get_i64(qjson_doc *doc, uint32_t cursor, const char *path, size_t path
 int qjson_len(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
               qjson_reader *reader);
 
+/* Whether the value at path nests containers more than `levels` deep,
+   itself counted (an array in an array is 2), in value.len (1 or 0): for an encoder
+   under a lower depth limit than the document was parsed with. Free when
+   levels is at least that limit; else a walk of the value. */
+int qjson_nests_deeper(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
+                       uint32_t levels, qjson_reader *reader);
+
 /* The exact source text of the value at path, in value.str and value.len. */
 int qjson_raw(qjson_doc *doc, uint32_t cursor, const char *path, size_t path_len,
               qjson_reader *reader);

@@ -84,8 +84,13 @@ describe("100 000-deep nesting", function()
             local a, b, c = eager, clean, p
             for _ = 1, N - 1 do a, b, c = a[key], b[key], c[key] end
             assert.same({ 0, 0, 0 }, { a[key], b[key], c[key] })
-            -- An untouched proxy is its source, however deep.
-            assert.equal(text, qjson.encode(p))
+            -- An untouched proxy is its source, within encode_max_depth,
+            -- which counts its levels as cjson counts a table's.
+            assert.same({ false, "Cannot serialise, excessive nesting (1001)" },
+                        { pcall(qjson.encode, p) })
+            local deep = qjson.new()
+            deep.encode_max_depth(N)
+            assert.equal(text, deep.encode(p))
 
             -- A change at the bottom: materialize still converts it; encode
             -- stops at encode_max_depth with cjson's message.
@@ -100,7 +105,6 @@ describe("100 000-deep nesting", function()
 
             -- Past 65 535 levels a proxy's depth is kept beside its code:
             -- the limit counts every level exactly, and the splice lands.
-            local deep = qjson.new()
             deep.encode_max_depth(N + 1)
             local open, close = label == "arrays" and "[" or '{"a":',
                                 label == "arrays" and "]" or "}"
@@ -234,6 +238,56 @@ describe("100 000-deep nesting", function()
         local m = qjson.materialize(root)
         for _ = 1, 2000 do m = m[1].k[1] end
         assert.same({}, m)
+    end)
+
+    -- The source of a proxy was copied whatever its depth: a document
+    -- decoded under a larger max_depth passed encode_max_depth untouched,
+    -- or changed anywhere but in its deep part.
+    it("copies no source deeper than encode_max_depth, failing where cjson does", function()
+        local changes = {
+            untouched = function() end,
+            ["changed at the top"] = function(t) t[2] = 5 end,
+            ["changed at the bottom"] = function(t, depth)
+                local at = t
+                for _ = 1, depth - 1 do at = at[1] end
+                at[1] = 7
+            end,
+            ["cut short"] = function(t) t[1][1] = 7 end,
+        }
+        local ok, err = pcall(function()
+            for _, depth in ipairs({ 5, 1200 }) do
+                local text = string.rep("[", depth) .. "1" .. string.rep("]", depth - 1) .. ",0]"
+                cjson.decode_max_depth(depth)
+                for name, change in pairs(changes) do
+                    for _, limit in ipairs({ 3, depth - 1, depth, depth + 1 }) do
+                        cjson.encode_max_depth(limit)
+                        qjson.encode_max_depth(limit)
+                        local plain = cjson.decode(text)
+                        local proxy = qjson.decode(text, { max_depth = depth })
+                        change(plain, depth)
+                        change(proxy, depth)
+                        for _, wrap in ipairs({ false, true }) do
+                            local a, b = plain, proxy
+                            if wrap then a, b = { a }, { b } end
+                            local want = { pcall(cjson.encode, a) }
+                            local got = { pcall(qjson.encode, b) }
+                            local pieces = { pcall(qjson.encode_pieces, b) }
+                            if pieces[1] then pieces[2] = table.concat(pieces[2]) end
+                            assert(want[1] == got[1] and want[2] == got[2]
+                                   and want[1] == pieces[1] and want[2] == pieces[2],
+                                   ("depth %d, %s, limit %d%s: cjson %s, qjson %s, pieces %s")
+                                       :format(depth, name, limit, wrap and ", wrapped" or "",
+                                       tostring(want[2]):sub(1, 60), tostring(got[2]):sub(1, 60),
+                                       tostring(pieces[2]):sub(1, 60)))
+                        end
+                    end
+                end
+            end
+        end)
+        cjson.decode_max_depth(1000)
+        cjson.encode_max_depth(1000)
+        qjson.encode_max_depth(1000)
+        assert(ok, err)
     end)
 
     it("a table that contains itself fails to materialize instead of looping", function()

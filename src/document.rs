@@ -55,6 +55,9 @@ pub struct Document<'a> {
     /// other load); its memory is kept for the next copy, as the index's
     /// is, and counted in `held` with it.
     copy: Vec<u8>,
+    /// 1 + how many containers deep the text nests, once
+    /// [`Document::nests_deeper_than`] measured it; 0 before.
+    nesting: u32,
 }
 
 impl Default for Document<'_> {
@@ -75,6 +78,7 @@ impl<'a> Document<'a> {
             index: Index::default(),
             lookup: Lookup::default(),
             copy: Vec::new(),
+            nesting: 0,
         }
     }
 
@@ -285,6 +289,7 @@ impl<'a> Document<'a> {
         self.src = b"";
         self.copy.clear();
         self.index.clear();
+        self.nesting = 0;
         if core::mem::take(&mut self.read) {
             self.lookup.clear();
         }
@@ -537,6 +542,24 @@ impl<'a> Document<'a> {
     /// The exact source text of the value at `at`.
     pub fn raw(&self, at: u32) -> &'a [u8] {
         &self.src[self.tree().raw(at)]
+    }
+
+    /// Whether the value at `at` nests containers more than `levels` deep,
+    /// itself counted: for an encoder that copies the value's source text
+    /// under a depth limit of `levels` from there. No value nests deeper
+    /// than the limit its document was parsed under, nor than the
+    /// document, which is measured on the first ask that limit does not
+    /// settle (one walk of the index): so an encoder that copies a
+    /// document many times under a lower limit walks it once, and a value
+    /// again only where the document does nest past `levels`.
+    pub fn nests_deeper_than(&mut self, at: u32, levels: u32) -> bool {
+        if self.opts.max_depth <= levels {
+            return false;
+        }
+        if self.nesting == 0 {
+            self.nesting = self.tree().nesting(0) + 1;
+        }
+        self.nesting - 1 > levels && (at == 0 || self.tree().nesting(at) > levels)
     }
 
     /// The number at `at` (a number's cursor) as the nearest double

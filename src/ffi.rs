@@ -1011,6 +1011,31 @@ pub unsafe extern "C" fn qjson_len(
     }
 }
 
+/// Whether the value at path nests containers more than `levels` deep,
+/// itself counted: `value.len` 1 or 0. For an encoder under a lower depth
+/// limit than the document was parsed with, before it copies the value's
+/// source text.
+///
+/// # Safety
+/// See `lookup`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_nests_deeper(
+    doc: *mut qjson_doc,
+    cursor: u32,
+    path: *const c_char,
+    path_len: usize,
+    levels: u32,
+    reader: *mut qjson_reader,
+) -> c_int {
+    // SAFETY: the caller's guarantees are lookup's.
+    unsafe {
+        lookup(doc, cursor, path, path_len, reader, |doc, at, out, _| {
+            out.len = usize::from(doc.nests_deeper_than(at, levels));
+            OK
+        })
+    }
+}
+
 /// The exact source text of a value.
 ///
 /// # Safety

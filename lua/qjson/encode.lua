@@ -18,6 +18,7 @@ local lazy = require("qjson.lazy")
 local edits = require("qjson.edits")
 local options = require("qjson.options")
 local materialize = require("qjson.materialize").materialize
+local CONTAINS_ITSELF = require("qjson.materialize").CONTAINS_ITSELF
 
 local C = qffi.C
 local enter = qffi.enter
@@ -37,6 +38,8 @@ local has_changes = lazy.has_changes
 local empty_array_mt = lazy.empty_array_mt
 local live_ptr = lazy.live_ptr
 local source_span = lazy.source_span
+local source_deeper = lazy.source_deeper
+local parse_depth = lazy.parse_depth
 local source = lazy.source
 local cursor_of = lazy.cursor_of
 local edits_of, edits_for = edits.edits_of, edits.edits_for
@@ -706,10 +709,39 @@ local function put_source(base, list, from, after, to, depth, from_depth)
     copy(base, at, to)
 end
 
+-- Whether the source of the proxy (code `code`) of state st, entered at
+-- `depth`, nests deeper than encode_max_depth allows. The source nests at
+-- most the max_depth it was parsed under (at most lazy.parse_depth's)
+-- less the proxy's depth in it, so unless encode_max_depth is lower, or
+-- the proxy is entered deeper than it lies (inside plain tables), that
+-- settles it without a look.
+local function too_deep(st, code, depth)
+    local levels = config.max_depth - depth + 1
+    return levels + depth_of(st, code) < parse_depth.deepest
+           and source_deeper(st, code, levels, reader)
+end
+
 -- Writes the proxy (code `code`: see lua/qjson/lazy.lua) of state st: its
 -- source bytes, with its document's edits in that range applied.
-local function put_proxy(st, code, depth)
+local function put_proxy(st, code, depth, proxy)
     enter_table(depth)
+    if too_deep(st, code, depth) then
+        -- Copied, the source would pass the limit: cjson's error, unless
+        -- changes took the deep part out, which the plain tables the proxy
+        -- stands for tell (linear, and only past the limit). One that
+        -- contains itself nests past any limit, as in cjson.
+        if not has_changes(st) then
+            nesting_error(config.max_depth + 1)
+        end
+        local ok, plain = pcall(materialize, proxy)
+        if not ok then
+            if plain == CONTAINS_ITSELF then
+                nesting_error(config.max_depth + 1)
+            end
+            error(plain, 0)
+        end
+        return put_table(plain, depth)
+    end
     local ptr = live_ptr(st)
     local base = source(st[SRC])
     local from, to = source_span(st, ptr, cursor_of(code), reader)
@@ -738,7 +770,7 @@ local function put_container(v, depth)
     elseif config.indent then
         put_table(materialize(v), depth)
     else
-        put_proxy(st, code, depth)
+        put_proxy(st, code, depth, v)
     end
 end
 
@@ -871,7 +903,7 @@ local function put_top(v)
     local st, code = proxy_info(v)
     local changed = st and has_changes(st)
     if st and (code == 0 or code == -1) and not config.indent
-       and (changed or type(st[SRC]) ~= "string") then
+       and (changed or type(st[SRC]) ~= "string") and not too_deep(st, code, 1) then
         enter_table(1)
         local src = st[SRC]
         local rec = changed and one_key_record(st)
@@ -923,7 +955,7 @@ end
 local function lua_encode(v, cfg, pieces)
     local st, code = proxy_info(v)
     if st and (code == 0 or code == -1) and not has_changes(st) and not cfg.indent
-       and type(st[SRC]) == "string" then
+       and type(st[SRC]) == "string" and cfg.max_depth >= parse_depth.deepest then
         -- An untouched whole document is its own text (when the text is a
         -- Lua string; a copy the native document owns is written out by
         -- put_top).

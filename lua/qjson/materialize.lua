@@ -123,6 +123,9 @@ end
 -- converts (a document parsed with a large max_depth, then changed deep
 -- down); the tables on the current path are tracked, so one that
 -- contains itself raises instead of looping.
+local CONTAINS_ITSELF = "qjson: cannot materialize a table that contains itself"
+_M.CONTAINS_ITSELF = CONTAINS_ITSELF
+
 local function materialize_tree(v, R, arrays_mt)
     local root, open = materialize_level(v, R, arrays_mt)
     if not open then return root end
@@ -138,7 +141,7 @@ local function materialize_tree(v, R, arrays_mt)
             keys[depth] = k
             if type(e) == "table" then
                 if on_path[e] then
-                    error("qjson: cannot materialize a table that contains itself", 0)
+                    error(CONTAINS_ITSELF, 0)
                 end
                 local converted, children = materialize_level(e, R, arrays_mt)
                 out[k] = converted

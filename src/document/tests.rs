@@ -537,6 +537,34 @@ fn the_first_error_is_reported_whatever_follows_it() {
 }
 
 #[test]
+fn nesting_is_counted_from_a_value_down_past_brackets_in_strings() {
+    let text = br#"{"a":[[1,{"b":"]]]["}],[]],"c":"[[[[","d":7}"#;
+    let mut d = doc(text);
+    let depth = |d: &mut Document<'_>, at: u32| (0..6).find(|&n| !d.nests_deeper_than(at, n));
+    assert_eq!(depth(&mut d, 0), Some(4));
+    let a = find(&mut d, "a").unwrap();
+    assert_eq!(depth(&mut d, a), Some(3));
+    let b = find(&mut d, "a[0][1]").unwrap();
+    assert_eq!(depth(&mut d, b), Some(1));
+    for scalar in ["c", "d", "a[0][1].b"] {
+        let at = find(&mut d, scalar).unwrap();
+        assert_eq!(depth(&mut d, at), Some(0), "{scalar}");
+    }
+    // Nothing nests past the limit the document was parsed under.
+    let opts = Options {
+        max_depth: 4,
+        ..Options::default()
+    };
+    let mut shallow = Document::parse(text, &opts).unwrap();
+    assert!(!shallow.nests_deeper_than(0, 4));
+    assert!(shallow.nests_deeper_than(0, 3));
+    // Measured once, forgotten by the next load.
+    assert!(!shallow.nests_deeper_than(a, 3));
+    shallow.load(b"[[[[[]]]]]", &Options::default()).unwrap();
+    assert!(shallow.nests_deeper_than(0, 4));
+}
+
+#[test]
 fn the_pools_measure_follows_every_load_and_read() {
     let wide = format!(
         "{{{}\"k~\":[{}0]}}",

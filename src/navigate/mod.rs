@@ -179,6 +179,24 @@ impl<'a> Tree<'a> {
         start..end
     }
 
+    /// How many containers deep the value at `e` nests, itself counted
+    /// (`[[1]]` is 2, a scalar 0): a walk of its entries, where a bracket
+    /// inside a string is none.
+    pub fn nesting(&self, e: u32) -> u32 {
+        let (mut depth, mut deepest) = (0u32, 0u32);
+        for k in e..self.skip(e) {
+            match self.byte(k) {
+                b'{' | b'[' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                b'}' | b']' => depth -= 1,
+                _ => {}
+            }
+        }
+        deepest
+    }
+
     /// The exact source text of the number at `e`, as a byte range:
     /// [`Tree::raw`] without its look at the value's type, for a reader
     /// that knows it.
