@@ -525,3 +525,74 @@ describe("qjson.encode_pieces", function()
         assert.equal("", q.encode(print))
     end)
 end)
+
+-- What OpenResty's cjson reads of a table, found different by an audit
+-- (each expectation is the fork's output for the same table).
+describe("qjson.encode reads tables as cjson does", function()
+    local ffi = require("ffi")
+    local safe = require("qjson.safe")
+
+    it("reads the elements of a table with a metatable through it", function()
+        local holes = setmetatable({ [2] = "b" }, { __index = function(_, k) return "d" .. k end })
+        assert.equal('["d1","b"]', qjson.encode(holes))
+        assert.equal('["d1","b"]', lua_encode(holes))
+        local by_table = setmetatable({ "a", nil, "c" }, { __index = { "A", "B" } })
+        assert.equal('[["a","B","c"]]', qjson.encode({ by_table }))
+        -- Members stay raw: an __index adds no keys.
+        assert.equal('{"x":1}', qjson.encode(setmetatable({ x = 1 }, { __index = { y = 2 } })))
+        if fork then
+            assert.equal(fork_encode(holes), qjson.encode(holes))
+            assert.equal(fork_encode({ by_table }), qjson.encode({ by_table }))
+        end
+    end)
+
+    it("reads the metatable itself, not what a __metatable field shows", function()
+        local counted = setmetatable({}, { __len = function() return 2 end, __metatable = false })
+        assert.equal("[null,null]", qjson.encode(counted))
+        -- Showing cjson's array_mt makes no array (qjson's own is taken
+        -- at its word: the encoder's every table would pay otherwise).
+        if fork then
+            local loaded = package.loaded.cjson
+            package.loaded.cjson = fork
+            local shown = setmetatable({ 1, 2, x = 1 }, { __metatable = fork.array_mt })
+            local ok, out = pcall(qjson.encode, shown)
+            package.loaded.cjson = loaded
+            assert.same({ true, '{"1":1,"2":2,"x":1}' }, { ok, out })
+        end
+    end)
+
+    it("refuses pointer cdata, NULL too, in tables and in proxies", function()
+        local message = "Cannot serialise cdata: type not supported"
+        for _, p in ipairs({ ffi.cast("void *", 0), ffi.new("char *"), ffi.cast("void *", 1) }) do
+            assert.same({ false, message }, { pcall(qjson.encode, { p }) })
+            assert.same({ false, message }, { pcall(lua_encode, { p }) })
+            local doc = qjson.decode('{"a":1}')
+            doc.a = p
+            assert.same({ false, message }, { pcall(qjson.encode, doc) })
+        end
+        -- Written into a proxy, a NULL pointer is a value, not a deletion.
+        local array = qjson.decode("[1,2,3]")
+        local null_pointer = ffi.cast("void *", 0)
+        array[3] = null_pointer
+        assert.equal(3, qjson.len(array))
+        assert.is_true(rawequal(array[3], null_pointer) or array[3] == null_pointer)
+        local object = qjson.decode('{"a":1}')
+        object.a = null_pointer
+        assert.equal("cdata", type(object.a))
+        assert.equal(1, qjson.len(object))
+    end)
+
+    it("takes exactly one argument, as cjson checks", function()
+        local message = "bad argument #1 to 'encode' (expected 1 argument)"
+        for _, call in ipairs({ function() return qjson.encode() end,
+                                function() return qjson.encode(1, 2) end }) do
+            local ok, err = pcall(call)
+            assert.is_false(ok)
+            assert.equal(message, err:gsub("^[^:]*:%d+: ", ""))
+        end
+        assert.equal("null", qjson.encode(nil))
+        local none, err = safe.encode()
+        assert.is_nil(none)
+        assert.equal(message, err:gsub("^[^:]*:%d+: ", ""))
+    end)
+end)

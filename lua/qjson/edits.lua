@@ -57,6 +57,7 @@ local is_record, object_value = lazy.is_record, lazy.object_value
 local cursor_of, is_root, source_span = lazy.cursor_of, lazy.is_root, lazy.source_span
 local ffi_string = ffi.string
 local next = next
+local rawequal = rawequal
 local type = type
 local tonumber = tonumber
 local math_floor = math.floor
@@ -95,9 +96,9 @@ local function object_edits(list, st, cursor, rec, R)
     for i = 0, n - 1 do
         local s = spans[i]
         local v = object_value(rec, ffi_string(s.key, s.key_len))
-        if v == nil then
+        if rawequal(v, nil) then
             kept = true
-        elseif s.live == 0 or v == DELETED then
+        elseif s.live == 0 or rawequal(v, DELETED) then
             if kept then
                 push(list, prev_end, s.value_end, DELETED, depth, false, false)
             else
@@ -132,7 +133,8 @@ local function array_edits(list, st, cursor, rec, R)
         local i = slot - FIELDS
         if i >= 1 and i <= kept then
             local s = spans[i - 1]
-            push(list, s.value_start, s.value_end, v == DELETED and null or v, depth, false, false)
+            local value = rawequal(v, DELETED) and null or v
+            push(list, s.value_start, s.value_end, value, depth, false, false)
         end
     end
     -- Ends of the last kept element and of the source's elements (at

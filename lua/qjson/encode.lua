@@ -60,11 +60,15 @@ local type = type
 local next = next
 local ipairs = ipairs
 local rawget = rawget
+local rawequal = rawequal
+local select = select
 local co_create = coroutine.create
 local co_resume = coroutine.resume
 local error = error
 local tostring = tostring
 local getmetatable = getmetatable
+-- (Where a sandbox leaves no debug library, what __metatable shows.)
+local debug_getmetatable = debug and debug.getmetatable or getmetatable
 local pcall = pcall
 local tonumber = tonumber
 local setmetatable = setmetatable
@@ -404,9 +408,9 @@ local function put_close(bracket, empty, depth)
     buf:put(bracket)
 end
 
--- Plain tables are read raw, as cjson reads them: a metatable's __index
--- is not consulted (but for a table whose metatable has a __len, read
--- through its metamethods, `via_metamethods`, as cjson reads one).
+-- Writes the n elements of array t, read raw, or through its metatable
+-- (`via_metamethods`) as cjson reads those of a table that has one but
+-- its array_mt.
 local function put_array(t, n, depth, via_metamethods)
     buf:put("[")
     local first = true
@@ -493,7 +497,10 @@ local function put_table(t, depth)
         return put_array(t, #t, depth)
     end
     local cjson_kind, len
-    if mt and mt ~= empty_array_mt then
+    if mt ~= nil and mt ~= empty_array_mt then
+        -- The metatable itself, as cjson reads it, not what a __metatable
+        -- field shows.
+        mt = debug_getmetatable(t)
         cjson_kind, len = cjson_array_kind(mt)
     end
     if cjson_kind == "raw" then
@@ -504,7 +511,9 @@ local function put_table(t, depth)
     end
     local n = array_length(t)
     if n > 0 or (n == 0 and not config.empty_table_as_object) then
-        return put_array(t, n, depth)
+        -- With a metatable its elements are read through it, so an
+        -- __index fills its holes, as in cjson.
+        return put_array(t, n, depth, mt ~= nil)
     end
     if mt == empty_array_mt or cjson_kind == "empty" then
         -- Not an array by its keys (or none), but marked as one: #t raw
@@ -619,7 +628,7 @@ end
 -- something now does.
 local function put_added_key(rec, key, kept, depth)
     local v = object_value(rec, key)
-    if v == DELETED or skipped(v) then
+    if rawequal(v, DELETED) or skipped(v) then
         return kept
     end
     if kept then buf:put(",") end
@@ -644,7 +653,7 @@ local function put_appended(rec, depth)
         if not skipped(v) then
             if kept then buf:put(",") end
             kept = true
-            put_value(v == DELETED and null or v, depth)
+            put_value(rawequal(v, DELETED) and null or v, depth)
         end
     end
 end
@@ -667,11 +676,11 @@ local function put_edit(base, list, e, at, depth, from_depth)
     local d = depth + list[e + 3] - from_depth
     enter_edit(d)
     local v = list[e + 2]
-    if v ~= DELETED then
+    if not rawequal(v, DELETED) then
         flush()
-        if v == INSERT then
+        if rawequal(v, INSERT) then
             put_added(list[e + 4], list[e + 5], d)
-        elseif v == APPEND then
+        elseif rawequal(v, APPEND) then
             put_appended(list[e + 4], d)
         else
             put_value(v, d)
@@ -807,22 +816,27 @@ function put_value(v, depth)
         put_number(v)
     elseif t == "boolean" then
         buf:put(v and "true" or "false")
-    elseif v == empty_array then
-        -- A value, as cjson.empty_array is: no level of nesting.
-        buf:put("[]")
     elseif t == "table" then
+        if rawequal(v, empty_array) then
+            -- A value, as cjson.empty_array is: no level of nesting.
+            buf:put("[]")
+            return
+        end
         depth = depth + 1
         if depth % SEGMENT == 0 then
             put_container_on_new_stack(v, depth)
         else
             put_container(v, depth)
         end
+    elseif t == "cdata" then
+        -- Before any comparison: LuaJIT compares a pointer with nil, a
+        -- light userdata or a table as an address, so a NULL pointer
+        -- would pass for null.
+        put_cdata(v)
     elseif v == nil or v == null then
         buf:put("null")
     elseif t == "userdata" and v == cjson_empty_array() then
         buf:put("[]")
-    elseif t == "cdata" then
-        put_cdata(v)
     else
         fail(t, "type not supported")
     end
@@ -1040,7 +1054,12 @@ local function encoder(cfg)
     pack_options(cfg)
     local e = {}
 
-    function e.encode(v)
+    function e.encode(...)
+        -- One argument, as cjson checks.
+        local v = ...
+        if select("#", ...) ~= 1 then
+            error("bad argument #1 to 'encode' (expected 1 argument)", 2)
+        end
         if c_encode and not cfg.indent then
             local mt = type(v) == "table" and getmetatable(v)
             if not mt or mt == array_mt or mt == empty_array_mt then

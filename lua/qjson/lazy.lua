@@ -78,6 +78,7 @@ local ffi_cast = ffi.cast
 local setmetatable = setmetatable
 local getmetatable = getmetatable
 local rawget = rawget
+local rawequal = rawequal
 local type = type
 local next = next
 local error = error
@@ -604,8 +605,8 @@ local function written(rec, code, k)
         end
         v = rec[FIELDS + k]
     end
-    if v ~= nil then
-        if v == DELETED then return nil, true end
+    if not rawequal(v, nil) then
+        if rawequal(v, DELETED) then return nil, true end
         return v, true
     end
     return nil, false
@@ -784,7 +785,7 @@ local function proxy_newindex(proxy, k, v)
         local old = object_value(rec, k)
         -- Whether the key has a value now (for the count of keys).
         local had
-        if old == nil then
+        if rawequal(old, nil) then
             local address = st[PTR]
             if not address then error(FREED, 2) end
             local from, to, repeated = member_span(st, ffi_cast(DOC_PTR, address),
@@ -803,16 +804,16 @@ local function proxy_newindex(proxy, k, v)
                 rec[R_SIMPLE] = false
             end
         else
-            had = old ~= DELETED
+            had = not rawequal(old, DELETED)
         end
-        if v == nil then
+        if rawequal(v, nil) then
             v = DELETED
             rec[R_SIMPLE] = false
         end
         set_object_value(rec, k, v)
         local len = rec[R_N]
         if len then
-            rec[R_N] = len + (v ~= DELETED and 1 or 0) - (had and 1 or 0)
+            rec[R_N] = len + (rawequal(v, DELETED) and 0 or 1) - (had and 1 or 0)
         end
         return
     end
@@ -822,11 +823,11 @@ local function proxy_newindex(proxy, k, v)
         error("qjson: array index " .. tostring(k) .. " is out of range 1.." .. (n + 1)
               .. " (arrays grow by one at the end)", 2)
     end
-    if v == nil then
+    if rawequal(v, nil) then
         rec[FIELDS + k] = DELETED
         -- Removing the last elements shortens the array; a hole in the
         -- middle stays and encodes as null, as cjson does.
-        while n > 0 and rec[FIELDS + n] == DELETED do
+        while n > 0 and rawequal(rec[FIELDS + n], DELETED) do
             n = n - 1
         end
         rec[R_N] = n
@@ -858,7 +859,7 @@ local function member(st, ptr, code, rec, entry, R)
     local key = ffi_string(cell.str, cell.len)
     local v
     if rec then v = object_value(rec, key) end
-    if v == nil then
+    if rawequal(v, nil) then
         v = value_of(st, R.value, code)
     end
     return key, v
@@ -887,7 +888,7 @@ local function object_iter(st, proxy, code, R)
             r = R or enter()
             local key, v = member(st, ffi_cast(DOC_PTR, address), code, rec, entries[i], r)
             if not R then leave(r) end
-            if v ~= DELETED then return key, v end
+            if not rawequal(v, DELETED) then return key, v end
         end
         -- Then the added keys, in write order.
         while rec and added_at do
@@ -895,7 +896,7 @@ local function object_iter(st, proxy, code, R)
             added_at, key = next_added(rec, added_at)
             if added_at then
                 local v = object_value(rec, key)
-                if v ~= DELETED then return key, v end
+                if not rawequal(v, DELETED) then return key, v end
             end
         end
         return nil
@@ -908,7 +909,7 @@ _M.object_iter = object_iter
 local function array_ipairs_step(proxy, i)
     i = i + 1
     local v = proxy[i]
-    if v == nil then return nil end
+    if rawequal(v, nil) then return nil end
     return i, v
 end
 
@@ -944,13 +945,13 @@ end
 local function array_pairs_step(proxy, i)
     i = i + 1
     local v = proxy[i]
-    if v ~= nil then return i, v end
+    if not rawequal(v, nil) then return i, v end
     local st = getmetatable(proxy)
     local n = proxy_len(st, proxy, code_of(st, proxy))
     while i < n do
         i = i + 1
         v = proxy[i]
-        if v ~= nil then return i, v end
+        if not rawequal(v, nil) then return i, v end
     end
     return nil
 end

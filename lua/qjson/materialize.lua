@@ -28,6 +28,7 @@ local setmetatable = setmetatable
 local getmetatable = getmetatable
 local type = type
 local next = next
+local rawequal = rawequal
 local error = error
 local pcall = pcall
 local tonumber = tonumber
@@ -96,7 +97,7 @@ local function materialize_level(v, R, arrays_mt)
             local out = new_tab(n, 0)
             for i = 1, n do
                 local e = get(st, v, code, i, R)
-                if e == nil then e = null end
+                if rawequal(e, nil) then e = null end
                 out[i] = e
             end
             if arrays_mt or n == 0 then
