@@ -135,7 +135,7 @@ local checks = {
         if type(v) ~= "number" or v ~= math_floor(v) or v < 1 or v > MAX_DEPTH_LIMIT then
             return nil, "max_depth must be an integer from 1 to " .. MAX_DEPTH_LIMIT
         end
-        lazy.allow_parse_depth(v)
+        encode.allow_parse_depth(v)
         return v
     end,
     duplicate_keys = function(v)
@@ -617,7 +617,7 @@ function instance(cfg, enc)
         depth = options.integer("decode_max_depth", 1, depth, 1, MAX_DEPTH_LIMIT)
         if depth then
             cfg.options.max_depth = depth
-            lazy.allow_parse_depth(depth)
+            encode.allow_parse_depth(depth)
         end
         return cfg.options.max_depth
     end

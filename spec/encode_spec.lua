@@ -530,7 +530,6 @@ end)
 -- (each expectation is the fork's output for the same table).
 describe("qjson.encode reads tables as cjson does", function()
     local ffi = require("ffi")
-    local safe = require("qjson.safe")
 
     it("reads the elements of a table with a metatable through it", function()
         local holes = setmetatable({ [2] = "b" }, { __index = function(_, k) return "d" .. k end })
@@ -580,19 +579,5 @@ describe("qjson.encode reads tables as cjson does", function()
         object.a = null_pointer
         assert.equal("cdata", type(object.a))
         assert.equal(1, qjson.len(object))
-    end)
-
-    it("takes exactly one argument, as cjson checks", function()
-        local message = "bad argument #1 to 'encode' (expected 1 argument)"
-        for _, call in ipairs({ function() return qjson.encode() end,
-                                function() return qjson.encode(1, 2) end }) do
-            local ok, err = pcall(call)
-            assert.is_false(ok)
-            assert.equal(message, err:gsub("^[^:]*:%d+: ", ""))
-        end
-        assert.equal("null", qjson.encode(nil))
-        local none, err = safe.encode()
-        assert.is_nil(none)
-        assert.equal(message, err:gsub("^[^:]*:%d+: ", ""))
     end)
 end)

@@ -39,7 +39,6 @@ local empty_array_mt = lazy.empty_array_mt
 local live_ptr = lazy.live_ptr
 local source_span = lazy.source_span
 local source_deeper = lazy.source_deeper
-local parse_depth = lazy.parse_depth
 local source = lazy.source
 local cursor_of = lazy.cursor_of
 local edits_of, edits_for = edits.edits_of, edits.edits_for
@@ -61,7 +60,6 @@ local next = next
 local ipairs = ipairs
 local rawget = rawget
 local rawequal = rawequal
-local select = select
 local co_create = coroutine.create
 local co_resume = coroutine.resume
 local error = error
@@ -718,15 +716,31 @@ local function put_source(base, list, from, after, to, depth, from_depth)
     copy(base, at, to)
 end
 
+-- The largest max_depth a document may have been parsed under: the
+-- default's, or more once decode_max_depth or a call's option allowed
+-- more (lua/qjson.lua tells, `allow_parse_depth`). While encode_max_depth
+-- is at least this, no proxy's source nests deeper than the encoder
+-- allows, and the encoder copies it without a look at its depth. (An
+-- upvalue, not a field: the trace of a loop that decodes, changes and
+-- encodes a small document is near LuaJIT's 500 constants, and a field
+-- took it past them, 0.68 s -> 0.91 s a million tool calls.)
+local deepest_parse = 1000
+
+function _M.allow_parse_depth(n)
+    if n > deepest_parse then
+        deepest_parse = n
+    end
+end
+
 -- Whether the source of the proxy (code `code`) of state st, entered at
 -- `depth`, nests deeper than encode_max_depth allows. The source nests at
--- most the max_depth it was parsed under (at most lazy.parse_depth's)
--- less the proxy's depth in it, so unless encode_max_depth is lower, or
--- the proxy is entered deeper than it lies (inside plain tables), that
+-- most the max_depth it was parsed under (at most `deepest_parse`) less
+-- the proxy's depth in it, so unless encode_max_depth is lower, or the
+-- proxy is entered deeper than it lies (inside plain tables), that
 -- settles it without a look.
 local function too_deep(st, code, depth)
     local levels = config.max_depth - depth + 1
-    return levels + depth_of(st, code) < parse_depth.deepest
+    return levels + depth_of(st, code) < deepest_parse
            and source_deeper(st, code, levels, reader)
 end
 
@@ -917,7 +931,8 @@ local function put_top(v)
     local st, code = proxy_info(v)
     local changed = st and has_changes(st)
     if st and (code == 0 or code == -1) and not config.indent
-       and (changed or type(st[SRC]) ~= "string") and not too_deep(st, code, 1) then
+       and (changed or type(st[SRC]) ~= "string")
+       and (config.max_depth >= deepest_parse or not too_deep(st, code, 1)) then
         enter_table(1)
         local src = st[SRC]
         local rec = changed and one_key_record(st)
@@ -969,7 +984,7 @@ end
 local function lua_encode(v, cfg, pieces)
     local st, code = proxy_info(v)
     if st and (code == 0 or code == -1) and not has_changes(st) and not cfg.indent
-       and type(st[SRC]) == "string" and cfg.max_depth >= parse_depth.deepest then
+       and type(st[SRC]) == "string" and cfg.max_depth >= deepest_parse then
         -- An untouched whole document is its own text (when the text is a
         -- Lua string; a copy the native document owns is written out by
         -- put_top).
@@ -1054,12 +1069,7 @@ local function encoder(cfg)
     pack_options(cfg)
     local e = {}
 
-    function e.encode(...)
-        -- One argument, as cjson checks.
-        local v = ...
-        if select("#", ...) ~= 1 then
-            error("bad argument #1 to 'encode' (expected 1 argument)", 2)
-        end
+    function e.encode(v)
         if c_encode and not cfg.indent then
             local mt = type(v) == "table" and getmetatable(v)
             if not mt or mt == array_mt or mt == empty_array_mt then

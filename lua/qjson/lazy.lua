@@ -683,20 +683,6 @@ local function source_len(ptr, cursor)
     return n
 end
 
--- The largest max_depth a document may have been parsed under: the
--- default's, or more once decode_max_depth or a call's option allowed
--- more (lua/qjson.lua tells, `allow_parse_depth`). While encode_max_depth
--- is at least this, no proxy's source nests deeper than the encoder
--- allows, and the encoder copies it without a look at its depth.
-local parse_depth = { deepest = 1000 }
-_M.parse_depth = parse_depth
-
-function _M.allow_parse_depth(n)
-    if n > parse_depth.deepest then
-        parse_depth.deepest = n
-    end
-end
-
 -- Whether the source of the proxy (code `code`) of state st nests more
 -- than `levels` containers deep, itself counted.
 local function source_deeper(st, code, levels, R)

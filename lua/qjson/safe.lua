@@ -67,8 +67,8 @@ local function wrap(q)
 
     -- Returns nil, err where qjson.encode raises (unsupported values, NaN,
     -- excessive nesting), like cjson.safe.encode.
-    function M.encode(...)
-        return results(pcall(encode, ...))
+    function M.encode(v)
+        return results(pcall(encode, v))
     end
 
     -- The same for qjson.encode_pieces: the pieces and the length, or
