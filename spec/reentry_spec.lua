@@ -16,6 +16,7 @@ local qjson = require("qjson")
 local qffi = require("qjson.ffi")
 local sse = require("qjson.sse")
 local safe = require("qjson.safe")
+local helper = require("helper")
 
 local MEMCHECK = os.getenv("QJSON_MEMCHECK") ~= nil
 local ROUNDS = MEMCHECK and 100 or 1000
@@ -306,5 +307,68 @@ describe("qjson re-entered during a call", function()
         qjson.encode_max_depth(1000)
         local _, abandoned_after = qffi.section_counts()
         assert.equal(abandoned_before, abandoned_after)
+    end)
+
+    -- A section's check for an abandoned one saw only its own stack: a
+    -- coroutine resumed inside another call (by a finalizer, or by a
+    -- metamethod the encoder calls) took the shared reader from it.
+    it("gives a coroutine resumed inside a call a reader of its own", function()
+        local other = qjson.decode('{"b":[1,2,3]}')
+        other.b[2] = 20
+        local inner
+        local resumer = setmetatable({}, {
+            __len = function()
+                inner = coroutine.wrap(function() return qjson.encode(other) end)()
+                return 1
+            end,
+            __index = function() return "x" end,
+        })
+        local t = qjson.decode('{"a":"text","n":[1,2]}')
+        t.n[1] = 5
+        local nested_before, abandoned_before = qffi.section_counts()
+        assert.equal('[{"a":"text","n":[5,2]},["x"]]', qjson.encode({ t, resumer }))
+        assert.equal('{"b":[1,20,3]}', inner)
+        local nested_after, abandoned_after = qffi.section_counts()
+        assert.equal(abandoned_before, abandoned_after)
+        assert.is_true(nested_after > nested_before)
+    end)
+
+    it("refuses a metamethod that yields inside an encode, as cjson does", function()
+        local yielding = setmetatable({}, { __len = function() coroutine.yield() return 1 end })
+        local _, abandoned_before = qffi.section_counts()
+        for _, encode in ipairs({ qjson.encode, helper.fork() and helper.fork().encode }) do
+            local co = coroutine.create(function() return encode({ yielding }) end)
+            local ok, err = coroutine.resume(co)
+            assert.is_false(ok)
+            assert.matches("attempt to yield across C%-call boundary", err)
+        end
+        -- The encode ended its section: the next one writes on the shared reader.
+        local t = qjson.decode('{"a":[1]}')
+        t.a[2] = 2
+        assert.equal('{"a":[1,2]}', qjson.encode(t))
+        local _, abandoned_after = qffi.section_counts()
+        assert.equal(abandoned_before, abandoned_after)
+    end)
+
+    it("takes the shared reader back on the main thread only", function()
+        -- In a coroutine the busy call may be under way in the coroutine
+        -- that resumed it (see lua/qjson/ffi.lua).
+        local d = qjson.parse(MAIN)
+        local enter = qffi.enter
+        assert.is_false(coroutine.wrap(function()
+            return pcall(function()
+                enter()
+                error("abandoned")
+            end)
+        end)())
+        local nested_before, abandoned_before = qffi.section_counts()
+        coroutine.wrap(function()
+            assert.equal("main value \195\169", d:get_str("a"))
+        end)()
+        local nested_mid, abandoned_mid = qffi.section_counts()
+        assert.same({ nested_before + 1, abandoned_before }, { nested_mid, abandoned_mid })
+        assert.equal("main value \195\169", d:get_str("a"))
+        local _, abandoned_after = qffi.section_counts()
+        assert.equal(abandoned_before + 1, abandoned_after)
     end)
 end)

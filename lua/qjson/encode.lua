@@ -406,6 +406,40 @@ local function put_close(bracket, empty, depth)
     buf:put(bracket)
 end
 
+-- A call of a table's metamethod (its __len, or its __index through
+-- t[k]) made as cjson makes it, from C (string.gsub's callback): a yield
+-- inside fails ("attempt to yield across C-call boundary") instead of
+-- leaving this encode, with the module's state and the shared reader, to
+-- other coroutines (lua/qjson/ffi.lua: no section is ever suspended); an
+-- error inside is raised as the encode's own, which ends its section.
+local call_f, call_a, call_b, call_out
+local function call_pending()
+    call_out = call_f(call_a, call_b)
+    return false
+end
+
+local function metamethod_call(f, a, b)
+    call_f, call_a, call_b = f, a, b
+    local ok, err = pcall(str_gsub, "x", "x", call_pending)
+    call_f, call_a, call_b = nil, nil, nil
+    if not ok then
+        raise(err)
+    end
+    local out = call_out
+    call_out = nil
+    return out
+end
+
+local function index_of(t, k)
+    return t[k]
+end
+
+-- Whether the elements of a table with metatable `mt` (not nil) are read
+-- through it: when it has an __index (or hides what it has).
+local function reads_through(mt)
+    return type(mt) ~= "table" or rawget(mt, "__index") ~= nil
+end
+
 -- Writes the n elements of array t, read raw, or through its metatable
 -- (`via_metamethods`) as cjson reads those of a table that has one but
 -- its array_mt.
@@ -414,7 +448,7 @@ local function put_array(t, n, depth, via_metamethods)
     local first = true
     for i = 1, n do
         local v
-        if via_metamethods then v = t[i] else v = rawget(t, i) end
+        if via_metamethods then v = metamethod_call(index_of, t, i) else v = rawget(t, i) end
         if not skipped(v) then
             put_separator(first, depth)
             first = false
@@ -504,14 +538,14 @@ local function put_table(t, depth)
     if cjson_kind == "raw" then
         return put_array(t, #t, depth)
     elseif cjson_kind == "metamethods" then
-        local n = tonumber(len(t)) or 0
-        return put_array(t, n >= 0 and math_floor(n) or math_ceil(n), depth, true)
+        local n = tonumber(metamethod_call(len, t)) or 0
+        return put_array(t, n >= 0 and math_floor(n) or math_ceil(n), depth, reads_through(mt))
     end
     local n = array_length(t)
     if n > 0 or (n == 0 and not config.empty_table_as_object) then
         -- With a metatable its elements are read through it, so an
         -- __index fills its holes, as in cjson.
-        return put_array(t, n, depth, mt ~= nil)
+        return put_array(t, n, depth, mt ~= nil and reads_through(mt))
     end
     if mt == empty_array_mt or cjson_kind == "empty" then
         -- Not an array by its keys (or none), but marked as one: #t raw

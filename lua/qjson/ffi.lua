@@ -9,6 +9,7 @@ local ffi_load = ffi.load
 local ffi_gc = ffi.gc
 local debug_getinfo = debug.getinfo
 local debug_getupvalue = debug.getupvalue
+local co_running = coroutine.running
 local io_open = io.open
 local os_getenv = os.getenv
 local pcall = pcall
@@ -465,10 +466,24 @@ end
 -- reader of its own, made for it and freed when it leaves. Sections
 -- never raise before leaving, but an error from elsewhere (a finalizer
 -- that raises inside one, out of memory) can abandon one. A section that
--- finds `main` busy therefore checks that the busy section is still on
--- the stack (rare, so the slow check is fine) and takes `main` back if
--- not, so an abandoned section costs one check, not a slower reader for
--- the rest of the process.
+-- finds `main` busy on the main thread therefore checks that the busy
+-- section is still on the stack (rare, so the slow check is fine) and
+-- takes `main` back if not, so an abandoned section costs one check, not
+-- a slower reader for the rest of the process.
+--
+-- That check sees one stack, and a section may be under way on another:
+-- a finalizer or a metamethod called inside a section may resume a
+-- coroutine that calls qjson. Taken there, `main` gave the suspended
+-- section the coroutine's results, or memory the coroutine had freed
+-- (an audit's finding, spec/reentry_spec.lua). No section is ever
+-- suspended itself (none yields: the encoder calls metamethods where
+-- they cannot, as cjson does), so on the main thread, which no coroutine
+-- resumed, a section not on its stack is one abandoned. In a coroutine
+-- it may be running in the one that resumed it, which no Lua function
+-- can see, so there `main` is not taken back: after a section abandoned
+-- in a coroutine (OpenResty runs every handler in one), later sections
+-- get readers of their own, about 1 us more a call, until the process
+-- ends.
 
 -- At lua_close (an nginx worker exiting or reloading) LuaJIT runs every
 -- cdata finalizer, then every userdata __gc, then, for up to ten rounds,
@@ -543,8 +558,15 @@ end
 -- (for tests).
 local nested_count, abandoned_count = 0, 0
 
+-- Whether the code running is the main thread's: in it coroutine.running
+-- gives nil, or under Lua 5.2 compatibility the main thread and true.
+local function on_main_thread()
+    local co, is_main = co_running()
+    return co == nil or is_main == true
+end
+
 local function own_reader()
-    if not closed and not section_on_stack() then
+    if not closed and on_main_thread() and not section_on_stack() then
         -- The busy section was abandoned: nothing reads through main.
         abandoned_count = abandoned_count + 1
         return main
