@@ -257,6 +257,19 @@ describe("qjson.parse", function()
                 assert.equal(case[2], err)
             end)
         end
+        it("names the first repeated key under duplicate_keys = \"error\", whatever follows",
+           function()
+            local error_policy = { duplicate_keys = "error" }
+            for _, case in ipairs({
+                { '{"a":1,"a":2,"b":x}', 'qjson: duplicate key "a" at byte 7' },
+                { '{"x":1,"x":2,"y":{"b":1,"b":2}}', 'qjson: duplicate key "x" at byte 7' },
+                { '{"a":1,"a":2,"b":"\1"}', 'qjson: duplicate key "a" at byte 7' },
+                { '{"a":1,"a":2', 'qjson: duplicate key "a" at byte 7' },
+            }) do
+                assert.equal(case[2], select(2, pcall(qjson.parse, case[1], error_policy)))
+                assert.equal(case[2], select(2, pcall(qjson.decode, case[1], error_policy)))
+            end
+        end)
         it("limits nesting to 1000 by default (cjson's), configurably", function()
             local function nest(n) return string.rep("[", n) .. string.rep("]", n) end
             assert.equal(0, qjson.parse(nest(1000)):len(string.rep("[0]", 999)))

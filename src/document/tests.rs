@@ -536,6 +536,51 @@ fn the_first_error_is_reported_whatever_follows_it() {
     );
 }
 
+/// Under `duplicate_keys = "error"` an object's keys are checked when it
+/// closes, yet a repeat comes before whatever follows it: an object that
+/// repeats a key and is still open, then anything, fails at the repeat.
+/// `{"a":1,"a":2,"b":x}` named the `x`, and `{"x":1,"x":2,"y":{"b":1,"b":2}}`
+/// the inner `b`.
+#[test]
+fn under_error_the_first_repeat_is_reported_whatever_follows_it() {
+    use crate::testing::{Rng, random_text, rounds};
+    const VALUES: &[&str] = &["1", "\"s\"", "[1,{\"z\":2}]", "{\"z\":1,\"y\":[]}", "null"];
+    let mut rng = Rng::new(43);
+    let opts = Options {
+        duplicate_keys: DuplicateKeys::Error,
+        ..Options::default()
+    };
+    for _ in 0..rounds(5_000) {
+        // An open object whose keys repeat: the first repeat is where the
+        // key drawn is one drawn before.
+        let mut head = String::from("{");
+        let mut seen = Vec::new();
+        let mut repeat_at = None;
+        for _ in 0..2 + rng.below(6) {
+            let key = format!("k{}", rng.below(4));
+            if repeat_at.is_none() && seen.contains(&key) {
+                repeat_at = Some(head.len());
+            }
+            seen.push(key.clone());
+            head.push_str(&format!("\"{key}\":{},", rng.pick(VALUES)));
+        }
+        let Some(at) = repeat_at else { continue };
+        let mut text = head.into_bytes();
+        let tail_len = rng.below(100);
+        text.extend(random_text(&mut rng, tail_len));
+        for kernel in scan::supported_kernels() {
+            let got = Document::new().load_with(kernel, &text, &opts).unwrap_err();
+            assert_eq!(
+                (got.code, got.offset),
+                (ErrorCode::DuplicateKey, at),
+                "{} on {:?}",
+                kernel.name(),
+                String::from_utf8_lossy(&text)
+            );
+        }
+    }
+}
+
 #[test]
 fn nesting_is_counted_from_a_value_down_past_brackets_in_strings() {
     let text = br#"{"a":[[1,{"b":"]]]["}],[]],"c":"[[[[","d":7}"#;

@@ -275,7 +275,7 @@ unsafe fn run(
         policy: opts.duplicate_keys,
         closed,
     };
-    match isa {
+    let walked = match isa {
         Isa::Baseline => {
             // SAFETY: `closed` only when the index is stage 1's and its
             // last entry is a closing bracket (the walk's promise).
@@ -286,7 +286,64 @@ unsafe fn run(
             // SAFETY: as above; the caller vouches for the CPU.
             unsafe { walk_x86_v3(walk) }
         }
+    };
+    match walked {
+        Err(error) if opts.duplicate_keys == DuplicateKeys::Error => {
+            Err(first_with_repeats(error, text, links, scratch))
+        }
+        walked => walked,
     }
+}
+
+/// Under [`DuplicateKeys::Error`], the first error of the text, given
+/// `error`, the walk's. An object's keys are checked when it closes, so a
+/// repeat in an object still open when the walk stopped came before what
+/// stopped it: an error later in the object (`{"a":1,"a":2,"b":x}` named
+/// the `x`), the end of the text, or the repeat of an object inside it.
+/// Those objects' keys are what the walk left in `scratch.keys`, outer to
+/// inner, each object's in text order (the innermost's all of them when
+/// its check found the repeat): two neighbours are keys of one object
+/// when the brackets between them balance. Linear: one pass over the
+/// entries from the first of those keys to the last, and one check of
+/// each object's keys.
+#[cold]
+#[inline(never)]
+fn first_with_repeats(error: Error, text: Text<'_>, links: &[u32], scratch: &mut Scratch) -> Error {
+    let Scratch {
+        keys, duplicates, ..
+    } = scratch;
+    let tree = Tree {
+        src: text.src,
+        positions: text.positions,
+        links,
+    };
+    let same_object = |a: u32, b: u32| {
+        let mut depth = 0i64;
+        for k in a + 1..b {
+            match text.byte(k as usize) {
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => depth -= 1,
+                _ => {}
+            }
+        }
+        depth == 0
+    };
+    let mut first = error;
+    let mut from = 0;
+    while from < keys.len() {
+        let mut to = from + 1;
+        while to < keys.len() && same_object(keys[to - 1], keys[to]) {
+            to += 1;
+        }
+        if let Some(repeat) = duplicates::first_repeat(&tree, &keys[from..to], duplicates) {
+            let repeated = error_at(text, ErrorCode::DuplicateKey, repeat as usize);
+            if repeated.offset < first.offset {
+                first = repeated;
+            }
+        }
+        from = to;
+    }
+    first
 }
 
 /// A walk to run: its arguments, and the policy and closedness that pick
