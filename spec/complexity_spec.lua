@@ -289,6 +289,19 @@ local PATTERNS = {
         for i = 1, n do inner[i].k = i end
         assert(inner[n].k == n and qjson.len(inner[n].f) == 256)
     end },
+    -- An invalid text whose first error is found last: a control byte at
+    -- the end (stage 1 reports it first, and the text before it is
+    -- checked again), after an open object of n keys whose last repeats
+    -- the first (under "error", open objects' keys are checked on that
+    -- path): src/document.rs, `earliest_error`; src/validate/mod.rs,
+    -- `first_with_repeats`.
+    { "an invalid text whose first error is found last, under duplicate_keys = error",
+      function(n)
+        return object(n):sub(1, -2) .. ',"k1":0,"x":"\1"}'
+      end, 4000, function(s)
+        local ok, err = pcall(qjson.parse, s, { duplicate_keys = "error" })
+        assert(not ok and err:find('duplicate key "k1"', 1, true), err)
+    end },
     { "long digit strings: parse and read", function(n)
         return '[' .. string.rep("1", n) .. ".5e-" .. n .. "]"
       end, 100000, function(s)
