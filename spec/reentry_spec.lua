@@ -350,9 +350,9 @@ describe("qjson re-entered during a call", function()
         assert.equal(abandoned_before, abandoned_after)
     end)
 
-    it("takes the shared reader back on the main thread only", function()
-        -- In a coroutine the busy call may be under way in the coroutine
-        -- that resumed it (see lua/qjson/ffi.lua).
+    it("takes the shared reader back from a call abandoned in a coroutine too", function()
+        -- Left busy, it would keep every doc:free() waiting (see
+        -- lua/qjson/ffi.lua and spec/nginx/nginx_checks.lua).
         local d = qjson.parse(MAIN)
         local enter = qffi.enter
         assert.is_false(coroutine.wrap(function()
@@ -361,14 +361,13 @@ describe("qjson re-entered during a call", function()
                 error("abandoned")
             end)
         end)())
+        assert.is_false(qffi.idle())
         local nested_before, abandoned_before = qffi.section_counts()
         coroutine.wrap(function()
             assert.equal("main value \195\169", d:get_str("a"))
         end)()
-        local nested_mid, abandoned_mid = qffi.section_counts()
-        assert.same({ nested_before + 1, abandoned_before }, { nested_mid, abandoned_mid })
-        assert.equal("main value \195\169", d:get_str("a"))
-        local _, abandoned_after = qffi.section_counts()
-        assert.equal(abandoned_before + 1, abandoned_after)
+        local nested_after, abandoned_after = qffi.section_counts()
+        assert.same({ nested_before, abandoned_before + 1 }, { nested_after, abandoned_after })
+        assert.is_true(qffi.idle())
     end)
 end)

@@ -22,6 +22,7 @@ local CONTAINS_ITSELF = require("qjson.materialize").CONTAINS_ITSELF
 
 local C = qffi.C
 local enter = qffi.enter
+local calling_out = qffi.calling_out
 local leave = qffi.leave
 local MAIN = qffi.main
 local null = qffi.null
@@ -60,8 +61,15 @@ local next = next
 local ipairs = ipairs
 local rawget = rawget
 local rawequal = rawequal
-local co_create = coroutine.create
-local co_resume = coroutine.resume
+-- The encoder's own coroutines (see SEGMENT) are LuaJIT's: OpenResty
+-- keeps those as coroutine._create and _resume, and its coroutine.resume
+-- yields to nginx, which it cannot where the running code cannot yield
+-- (inside a C call, such as a string.gsub callback): it raised there,
+-- ended the encode without its section, and left nginx to resume the new
+-- coroutine later, in the middle of something else (an audit's finding).
+-- Nothing the encoder's coroutines run yields.
+local co_create = rawget(coroutine, "_create") or coroutine.create
+local co_resume = rawget(coroutine, "_resume") or coroutine.resume
 local error = error
 local tostring = tostring
 local getmetatable = getmetatable
@@ -420,7 +428,9 @@ end
 
 local function metamethod_call(f, a, b)
     call_f, call_a, call_b = f, a, b
+    calling_out(true)
     local ok, err = pcall(str_gsub, "x", "x", call_pending)
+    calling_out(false)
     call_f, call_a, call_b = nil, nil, nil
     if not ok then
         raise(err)

@@ -472,18 +472,19 @@ end
 -- a slower reader for the rest of the process.
 --
 -- That check sees one stack, and a section may be under way on another:
--- a finalizer or a metamethod called inside a section may resume a
--- coroutine that calls qjson. Taken there, `main` gave the suspended
--- section the coroutine's results, or memory the coroutine had freed
--- (an audit's finding, spec/reentry_spec.lua). No section is ever
--- suspended itself (none yields: the encoder calls metamethods where
--- they cannot, as cjson does), so on the main thread, which no coroutine
--- resumed, a section not on its stack is one abandoned. In a coroutine
--- it may be running in the one that resumed it, which no Lua function
--- can see, so there `main` is not taken back: after a section abandoned
--- in a coroutine (OpenResty runs every handler in one), later sections
--- get readers of their own, about 1 us more a call, until the process
--- ends.
+-- code called inside a section may resume a coroutine that calls qjson.
+-- Taken there, `main` gave the waiting section the coroutine's results,
+-- or memory the coroutine had freed (an audit's finding,
+-- spec/reentry_spec.lua). No section is ever suspended itself (none
+-- yields: the encoder calls metamethods where they cannot, as cjson
+-- does), so a section under way elsewhere is one that called out: the
+-- encoder's metamethod calls say so (`calling_out`), with their thread,
+-- and a busy `main` is not taken back from another thread while one is
+-- under way. A finalizer run inside a section says nothing; one that
+-- resumes a coroutine which calls qjson is not supported (OpenResty's
+-- coroutine.resume cannot run there: it yields). Knowing every section's
+-- thread would cost each call a coroutine.running(), which LuaJIT does
+-- not compile: a tool call's parse and reads ran 1.7x as long.
 
 -- At lua_close (an nginx worker exiting or reloading) LuaJIT runs every
 -- cdata finalizer, then every userdata __gc, then, for up to ten rounds,
@@ -558,15 +559,37 @@ end
 -- (for tests).
 local nested_count, abandoned_count = 0, 0
 
--- Whether the code running is the main thread's: in it coroutine.running
--- gives nil, or under Lua 5.2 compatibility the main thread and true.
-local function on_main_thread()
+-- The running coroutine, or false on the main thread (where
+-- coroutine.running gives nil, or under Lua 5.2 compatibility the main
+-- thread and true).
+local function current_thread()
     local co, is_main = co_running()
-    return co == nil or is_main == true
+    if co == nil or is_main == true then
+        return false
+    end
+    return co
+end
+
+-- Calls out of a section into code of the caller's under way, and the
+-- thread of the first (see above).
+local out_calls, out_thread = 0, false
+
+-- Tells that a section calls out (`entering`), or that the call returned
+-- or raised.
+local function calling_out(entering)
+    if entering then
+        if out_calls == 0 then
+            out_thread = current_thread()
+        end
+        out_calls = out_calls + 1
+    else
+        out_calls = out_calls - 1
+    end
 end
 
 local function own_reader()
-    if not closed and on_main_thread() and not section_on_stack() then
+    if not closed and not (out_calls > 0 and out_thread ~= current_thread())
+       and not section_on_stack() then
         -- The busy section was abandoned: nothing reads through main.
         abandoned_count = abandoned_count + 1
         return main
@@ -632,6 +655,7 @@ return {
     scalar = scalar,
     enter = enter,
     leave = leave,
+    calling_out = calling_out,
     idle = idle,
     main = main,
     section_counts = section_counts,

@@ -288,4 +288,24 @@ describe("qjson inside nginx", function()
         assert.equal(false, t.stream)
         assert.equal(REQUEST, qjson.encode(t))
     end)
+
+    -- OpenResty's coroutine.resume yields to nginx, which a C call cannot:
+    -- the encoder's fresh stack every 500 levels raised inside a
+    -- string.gsub callback and left its call unfinished, and while the
+    -- shared reader looked busy, every doc:free() waited (an audit saw a
+    -- worker keep each 1 MB body after that).
+    it("encodes 600 levels inside a C call, and frees documents after", function()
+        local qffi = require("qjson.ffi")
+        local t = {}
+        local at = t
+        for _ = 1, 600 do
+            at[1] = {}
+            at = at[1]
+        end
+        at[1] = qjson.decode('{"a":[1,2]}')
+        local out
+        string.gsub("x", "x", function() out = qjson.encode(t) end)
+        assert.equal(('['):rep(601) .. '{"a":[1,2]}' .. (']'):rep(601), out)
+        assert.is_true(qffi.idle())
+    end)
 end)
