@@ -370,4 +370,54 @@ describe("qjson re-entered during a call", function()
         assert.same({ nested_before, abandoned_before + 1 }, { nested_after, abandoned_after })
         assert.is_true(qffi.idle())
     end)
+
+    -- Past 500 levels the encoder goes on in a coroutine of its own, whose
+    -- stack does not hold the encode's section: a finalizer run there that
+    -- encodes took the shared reader and the encoder's state from it.
+    it("keeps a deep encode's state from finalizers run in its own coroutines", function()
+        local runs = 0
+        local function arm()
+            ffi.gc(ffi.new("char[1]"), function()
+                runs = runs + 1
+                if runs < 3000 then
+                    local t = qjson.decode('{"a":[1,2]}')
+                    t.a[3] = runs
+                    assert(qjson.encode(t) == '{"a":[1,2,' .. runs .. ']}')
+                    arm()
+                end
+            end)
+        end
+        local function deep()
+            local bottom = qjson.decode('{"k":1,"list":[1,2,3]}')
+            bottom.k = 2
+            bottom.list[4] = 4
+            local t = { bottom }
+            for _ = 2, 1100 do t = { t } end
+            return t
+        end
+        local want = ("["):rep(1100) .. '{"k":2,"list":[1,2,3,4]}' .. ("]"):rep(1100)
+        -- Interpreted: compiled, LuaJIT 2.1-20230119 at times never
+        -- returned from such finalizers (with no qjson in them either,
+        -- the audit found).
+        jit.off()
+        finally(function() jit.on() end)
+        qjson.encode_max_depth(5000)
+        local pause = collectgarbage("setpause", 0)
+        local stepmul = collectgarbage("setstepmul", 100000)
+        arm()
+        local outs = {}
+        for i = 1, 4 do
+            local ok, out = pcall(qjson.encode, deep())
+            outs[i] = ok and out or ("error: " .. tostring(out))
+        end
+        collectgarbage("setpause", pause)
+        collectgarbage("setstepmul", stepmul)
+        runs = 3000
+        collectgarbage()
+        qjson.encode_max_depth(1000)
+        for i = 1, 4 do
+            assert.equal(want, outs[i])
+        end
+        assert.is_true(qffi.idle())
+    end)
 end)

@@ -853,11 +853,17 @@ end
 -- "excessive nesting" error (see `raise`).
 local SEGMENT = 500
 
+-- A call out of the encode's section (lua/qjson/ffi.lua, `calling_out`):
+-- a finalizer run in the new coroutine that calls qjson would find the
+-- section on no stack there, and took the shared reader and the encoder's
+-- state from it (an audit's finding: output cut short, without error).
 local function put_container_on_new_stack(v, depth)
     local made, co = pcall(co_create, put_container)
     local ok, err
     if made then
+        calling_out(true)
         ok, err = co_resume(co, v, depth)
+        calling_out(false)
     else
         ok, err = pcall(put_container, v, depth)
     end
