@@ -137,6 +137,18 @@ end
 
 -- A deterministic chat-completion request of about `bytes` bytes: each
 -- message has a short text part and a base64 image part.
+-- n plain tables, each the only element of the one before, and the
+-- innermost (an empty table).
+function _M.nested_tables(n)
+    local t = {}
+    local at = t
+    for _ = 1, n do
+        at[1] = {}
+        at = at[1]
+    end
+    return t, at
+end
+
 function _M.chat_request(bytes, messages)
     messages = messages or 4
     local alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"

@@ -115,15 +115,7 @@ describe("100 000-deep nesting", function()
         end)
     end
 
-    local function plain_chain(n)
-        local t = {}
-        local at = t
-        for _ = 1, n do
-            at[1] = {}
-            at = at[1]
-        end
-        return t
-    end
+    local plain_chain = helper.nested_tables
 
     it("of plain tables fails to encode with cjson's message", function()
         local t = plain_chain(N)
@@ -347,12 +339,7 @@ describe("input size", function()
         local q = qjson.new()
         q.encode_max_depth(100000)
         q.encode_indent(" ")
-        local t = {}
-        local at = t
-        for _ = 1, 50000 do
-            at[1] = {}
-            at = at[1]
-        end
+        local t = helper.nested_tables(50000)
         assert.same({ false, "not enough memory" }, { pcall(q.encode, t) })
         assert.equal('[\n [\n  1\n ]\n]', q.encode({ { 1 } }))
         collectgarbage()

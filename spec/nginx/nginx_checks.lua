@@ -296,12 +296,7 @@ describe("qjson inside nginx", function()
     -- worker keep each 1 MB body after that).
     it("encodes 600 levels inside a C call, and frees documents after", function()
         local qffi = require("qjson.ffi")
-        local t = {}
-        local at = t
-        for _ = 1, 600 do
-            at[1] = {}
-            at = at[1]
-        end
+        local t, at = helper.nested_tables(600)
         at[1] = qjson.decode('{"a":[1,2]}')
         local out
         string.gsub("x", "x", function() out = qjson.encode(t) end)
