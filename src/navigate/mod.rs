@@ -180,21 +180,27 @@ impl<'a> Tree<'a> {
     }
 
     /// How many containers deep the value at `e` nests, itself counted
-    /// (`[[1]]` is 2, a scalar 0): a walk of its entries, where a bracket
-    /// inside a string is none.
+    /// (`[[1]]` is 2, a scalar 0).
     pub fn nesting(&self, e: u32) -> u32 {
-        let (mut depth, mut deepest) = (0u32, 0u32);
-        for k in e..self.skip(e) {
+        self.brackets(e..self.skip(e)).0 as u32
+    }
+
+    /// Over the entries `entries`: how deep their brackets go below the
+    /// first (the deepest level reached, 0 for none) and the level they
+    /// end at (0 when they balance). A bracket inside a string is no entry.
+    pub fn brackets(&self, entries: Range<u32>) -> (i64, i64) {
+        let (mut level, mut deepest) = (0i64, 0i64);
+        for k in entries {
             match self.byte(k) {
                 b'{' | b'[' => {
-                    depth += 1;
-                    deepest = deepest.max(depth);
+                    level += 1;
+                    deepest = deepest.max(level);
                 }
-                b'}' | b']' => depth -= 1,
+                b'}' | b']' => level -= 1,
                 _ => {}
             }
         }
-        deepest
+        (deepest, level)
     }
 
     /// The exact source text of the number at `e`, as a byte range:

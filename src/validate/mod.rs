@@ -317,17 +317,7 @@ fn first_with_repeats(error: Error, text: Text<'_>, links: &[u32], scratch: &mut
         positions: text.positions,
         links,
     };
-    let same_object = |a: u32, b: u32| {
-        let mut depth = 0i64;
-        for k in a + 1..b {
-            match text.byte(k as usize) {
-                b'{' | b'[' => depth += 1,
-                b'}' | b']' => depth -= 1,
-                _ => {}
-            }
-        }
-        depth == 0
-    };
+    let same_object = |a: u32, b: u32| tree.brackets(a + 1..b).1 == 0;
     let mut first = error;
     let mut from = 0;
     while from < keys.len() {
