@@ -365,6 +365,55 @@ describe("qjson.encode through the Lua C API", function()
     end)
 end)
 
+describe("qjson.encode's output buffer", function()
+    -- A change to a document of about 3 MB, which the Lua encoder splices
+    -- into the rest of its text in the buffer: as one string, or in pieces.
+    local function encode_large(pieces)
+        local parts = {}
+        for i = 1, 50000 do
+            parts[i] = '{"k":"' .. ("x"):rep(50) .. '"}'
+        end
+        local t = qjson.decode("[" .. table.concat(parts, ",") .. "]")
+        t[1].k = "y"
+        if pieces then
+            local list, len = qjson.encode_pieces(t)
+            assert.equal(2949952, len)
+            assert.is_true(#list > 1)
+        else
+            assert.equal(2949952, #qjson.encode(t))
+        end
+    end
+    -- A collection cycle, then the parse that sweeps after it.
+    local function cycle()
+        collectgarbage()
+        qjson.parse("[1]")
+    end
+
+    for _, pieces in ipairs({ false, true }) do
+        it("is kept while encodes need it, given back after a cycle that did not"
+           .. (pieces and " (in pieces)" or ""), function()
+            encode_large(pieces)
+            -- (Measured after a sweep, which empties the buffer.)
+            cycle()
+            local size = encode.buffer_bytes()
+            assert.is_true(size > 2 ^ 21, size)
+            encode_large(pieces)
+            cycle()
+            assert.equal(size, encode.buffer_bytes())
+            -- A small encode between: the buffer is not needed at its size.
+            local t = qjson.decode('{"a":[1]}')
+            t.a[1] = 2
+            assert.equal('{"a":[2]}', qjson.encode(t))
+            cycle()
+            assert.is_true(encode.buffer_bytes() <= 2 ^ 20, encode.buffer_bytes())
+            encode_large(pieces)
+            cycle()
+            cycle()
+            assert.is_true(encode.buffer_bytes() <= 2 ^ 20, encode.buffer_bytes())
+        end)
+    end
+end)
+
 -- qjson.encode_pieces: the text qjson.encode returns, as strings of at
 -- most 64 KB, natively for plain values and through the Lua encoder for
 -- proxies, with the same errors.

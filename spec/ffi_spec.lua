@@ -137,6 +137,22 @@ describe("qjson.ffi", function()
     end)
 end)
 
+describe("the shared reader", function()
+    it("gives back a read's memory over 1 MiB after a cycle that did not need it", function()
+        -- A string that decodes to 2 MiB, into the reader's memory.
+        local d = qjson.parse('["' .. ("\\n"):rep(2 ^ 21) .. '"]')
+        assert.equal(2 ^ 21, #d:get_str("[0]"))
+        for _ = 1, 2 do
+            collectgarbage()
+            -- The parse that sweeps after the cycle.
+            qjson.parse("[1]")
+        end
+        -- Had the sweeps not trimmed it, this would find the 2 MiB.
+        assert.is_true(tonumber(qffi.C.qjson_reader_trim(qffi.main)) <= 2 ^ 20)
+        assert.equal("\n\n", d:get_str("[0]"):sub(1, 2))
+    end)
+end)
+
 describe("loading libqjson", function()
     -- A copy of lua/ outside the repository, so the build-tree fallback
     -- (lua/qjson/../../target/release) finds nothing either.

@@ -658,8 +658,10 @@ fn with_scratch<R>(f: impl FnOnce(&mut validate::Scratch) -> R) -> R {
     }
 }
 
-/// The most memory the shared validation scratch keeps between loads.
-const SCRATCH_KEEP_BYTES: usize = 1 << 20;
+/// The most memory a scratch buffer shared between calls keeps once a call
+/// is done with it: validation's here, eager decode's and the native
+/// encoder's (src/lua_api), a reader's results' (`ffi::Scratch::trim`).
+pub const SCRATCH_KEEP_BYTES: usize = 1 << 20;
 
 pub mod small;
 

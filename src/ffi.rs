@@ -11,7 +11,7 @@ use core::panic::AssertUnwindSafe;
 use core::ptr;
 use std::panic::catch_unwind;
 
-use crate::document::{Document, pool, small};
+use crate::document::{Document, SCRATCH_KEEP_BYTES, pool, small};
 use crate::eager;
 use crate::error::{Error, ErrorCode};
 use crate::escape;
@@ -110,6 +110,40 @@ pub struct Scratch {
     tape_arena: Vec<u8>,
     spans: Vec<Span>,
     live: Vec<u32>,
+}
+
+impl Scratch {
+    /// Gives back each buffer of more than [`SCRATCH_KEEP_BYTES`] that no
+    /// read has filled past that size since the last trim; returns the
+    /// bytes the buffers still hold. Each read empties the buffer it
+    /// fills first, so a buffer's length is what the last read left in it:
+    /// a trim empties the large buffers it keeps, and one still short at
+    /// the next trim was not needed at that size in between. Untrimmed, one
+    /// read of a string decoding to 2 MiB kept those bytes for the
+    /// worker's life (spec/ffi_spec.lua, "the shared reader"); a worker
+    /// that reads such strings all the time keeps its buffer.
+    fn trim(&mut self) -> usize {
+        trim(&mut self.text)
+            + trim(&mut self.key_text)
+            + trim(&mut self.keys)
+            + trim(&mut self.tape)
+            + trim(&mut self.tape_arena)
+            + trim(&mut self.spans)
+            + trim(&mut self.live)
+    }
+}
+
+/// [`Scratch::trim`] of one buffer: the bytes it holds after.
+fn trim<T>(buffer: &mut Vec<T>) -> usize {
+    let bytes = |n: usize| n * size_of::<T>();
+    if bytes(buffer.capacity()) > SCRATCH_KEEP_BYTES {
+        if bytes(buffer.len()) > SCRATCH_KEEP_BYTES {
+            buffer.clear();
+        } else {
+            *buffer = Vec::new();
+        }
+    }
+    bytes(buffer.capacity())
 }
 
 /// `qjson_reader` of the header: where every call leaves its results, and
@@ -503,6 +537,24 @@ pub unsafe extern "C" fn qjson_memory(doc: *const qjson_doc) -> usize {
 #[unsafe(no_mangle)]
 pub extern "C" fn qjson_pool_cycle() {
     let _ = catch_unwind(pool::cycle_ended);
+}
+
+/// Gives back the reader's memory that calls no longer need (see
+/// `Scratch::trim`), once per collection cycle of the caller's, as
+/// `qjson_pool_cycle`; returns the bytes its results' memory still holds
+/// (0 for NULL).
+///
+/// # Safety
+/// `reader` is NULL or a live reader from `qjson_reader_new`, and no
+/// result of an earlier call given it is read afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qjson_reader_trim(reader: *mut qjson_reader) -> usize {
+    // SAFETY: the caller guarantees reader is NULL or live and that its
+    // results are no longer read.
+    let Some((_, scratch, _)) = (unsafe { split(reader) }) else {
+        return 0;
+    };
+    catch_unwind(AssertUnwindSafe(|| scratch.trim())).unwrap_or(0)
 }
 
 /// Added to a block's address by `qjson_parse_small`, it makes the handle
@@ -1274,6 +1326,40 @@ mod tests {
         unsafe {
             qjson_reader_free(mine);
             qjson_reader_free(theirs);
+        }
+    }
+
+    #[test]
+    fn a_reader_gives_back_large_buffers_a_trim_after_their_last_need() {
+        // A string that decodes to 2 MiB (each `\n` to one byte), and one
+        // of a few bytes; each read fills the reader's text buffer.
+        let large = format!(r#"["{}","a\nb"]"#, r"\n".repeat(2 << 20));
+        let reader = qjson_reader_new();
+        // SAFETY: a live text and reader; the text outlives the document.
+        let doc = unsafe { qjson_parse(large.as_ptr().cast(), large.len(), ptr::null(), reader) };
+        assert!(!doc.is_null());
+        let read = |path: &[u8]| {
+            // SAFETY: a live document and reader; the path is its length.
+            let rc = unsafe { qjson_get(doc, 0, path.as_ptr().cast(), path.len(), reader) };
+            // SAFETY: a live reader.
+            (rc, unsafe { (*reader).value.len })
+        };
+        // SAFETY: a live reader whose results are not read after a trim.
+        let trim = || unsafe { qjson_reader_trim(reader) };
+        assert_eq!(read(b"[0]"), (OK, 2 << 20));
+        // Needed since the last trim: kept, then given back by the next.
+        assert!(trim() >= 2 << 20);
+        assert!(trim() <= SCRATCH_KEEP_BYTES);
+        // A short read after a long one leaves the buffer short: the long
+        // one's memory goes at the next trim.
+        assert_eq!(read(b"[0]"), (OK, 2 << 20));
+        assert_eq!(read(b"[1]"), (OK, 3));
+        assert!(trim() <= SCRATCH_KEEP_BYTES);
+        // SAFETY: NULL is allowed; the document and reader are not used again.
+        unsafe {
+            assert_eq!(qjson_reader_trim(ptr::null_mut()), 0);
+            qjson_free(doc);
+            qjson_reader_free(reader);
         }
     }
 

@@ -17,6 +17,7 @@ local C = qffi.C
 local enter = qffi.enter
 local leave = qffi.leave
 local idle = qffi.idle
+local MAIN = qffi.main
 local is_closed = qffi.is_closed
 local scalar = qffi.scalar
 local ffi_string = ffi.string
@@ -347,6 +348,8 @@ local slot_count, held = 0, 0
 -- The slots in use, densely, and where each is in that list.
 local live, live_at = {}, {}
 local pending, pending_count = {}, 0
+-- What `sweep` has the encoder give back (see `on_sweep`).
+local trim_encoder = function() end
 -- Stands in `alive` for a document waiting in `pending`, so that no sweep
 -- releases it too.
 local PENDING = {}
@@ -402,6 +405,11 @@ local function sweep()
     end
     -- The pool of freed documents keeps a cycle's worth of them.
     C.qjson_pool_cycle()
+    if idle() then
+        -- Memory kept for later calls that the last cycle did not need.
+        C.qjson_reader_trim(MAIN)
+        trim_encoder()
+    end
     cycle[1] = {}
     native_debt = 0
     paced = 0
@@ -520,6 +528,13 @@ local function free_dead()
     end
 end
 _M.free_dead = free_dead
+
+-- Sets what each sweep that finds no section under way has the encoder
+-- do: give back its buffer's memory that the last cycle did not need
+-- (lua/qjson/encode.lua, `trim_buffer`). One function: the encoder's.
+function _M.on_sweep(fn)
+    trim_encoder = fn
+end
 
 -- Puts slots never used before into `free_slots`, as many as there are
 -- so far (16 at first), lowest on top. Taking a slot is then the same

@@ -104,6 +104,11 @@ local empty_array = setmetatable({}, {
 })
 _M.empty_array = empty_array
 
+-- The most memory the output buffer keeps between encodes that do not
+-- need more, as the native encoder's (SCRATCH_KEEP_BYTES in
+-- src/document.rs); see `trim_buffer`.
+local BUFFER_KEEP_BYTES = 1024 * 1024
+
 -- An encoder's options (cjson's, one table per qjson.new() instance; see
 -- `encoder`), with what depends on them: the key cache (below) and the
 -- options packed for the native encoder (`pack_options`).
@@ -1003,17 +1008,19 @@ local function put_top(v)
     end
 end
 
--- The pieces of the text just encoded, and its length.
+-- The pieces of the text just encoded, and its length, which stays in
+-- out_len for `trim_buffer`.
 local function take_pieces()
     cut_buffer()
-    local pieces, len = out_pieces, out_len
-    out_pieces, out_count, out_len, out_runs = false, 0, 0, 0
-    return pieces, len
+    local pieces = out_pieces
+    out_pieces, out_count, out_runs = false, 0, 0
+    return pieces, out_len
 end
 
 -- Encodes v in reader R's section; returns the text (in pieces and its
 -- length when `pieces` is set). Raises as `raise` says; whatever an error
--- left behind, the next encode sets afresh here.
+-- left behind, the next encode sets afresh here. The text stays in the
+-- buffer (or its length in out_len) for `trim_buffer`.
 local function encode_with(v, R, pieces)
     buf:reset()
     pending_base, pending_from, pending_to = NOWHERE, 0, 0
@@ -1025,10 +1032,44 @@ local function encode_with(v, R, pieces)
     if pieces then
         return take_pieces()
     end
+    -- Not a tail call: a root trace may not leave through a builtin.
     local out = buf:tostring()
-    buf:reset()
     return out
 end
+
+-- The bytes the buffer holds from its read position on (all of it once
+-- reset): the room `reserve` reports and the bytes not yet read. (LuaJIT
+-- gives the room of a 2 GB buffer as -2^31: its lengths have 32 bits, the
+-- number it returns 31.)
+local function buffer_bytes()
+    local _, room = buf:reserve(0)
+    if room < 0 then
+        room = room + 2 ^ 32
+    end
+    return room + #buf
+end
+
+-- The buffer's memory. LuaJIT counts it in the Lua heap, so a buffer kept
+-- at its largest would hold that memory for the worker's life and make
+-- each collection cycle wait for as much garbage more: after one encode
+-- of 2 GB, no cycle ran in a loop of small decodes (spec/limits_spec.lua).
+-- Each sweep that finds no section under way (lua/qjson/doc.lua, once a
+-- cycle) calls this: a buffer larger than BUFFER_KEEP_BYTES is kept while
+-- the last encode needed it at that size, and given back at the next
+-- sweep that finds no such encode since. The last encode's text (or its
+-- length, in pieces) is what tells, emptied here: the check costs an
+-- encode nothing. (Freed after every encode, the buffer of a 10 MB chat
+-- request changed and encoded again would grow anew each time, through
+-- fresh pages the kernel zeroes.)
+local function trim_buffer()
+    local needed = #buf > BUFFER_KEEP_BYTES or out_len > BUFFER_KEEP_BYTES
+    buf:reset()
+    out_len = 0
+    if not needed and buffer_bytes() > BUFFER_KEEP_BYTES then
+        buf:free()
+    end
+end
+require("qjson.doc").on_sweep(trim_buffer)
 
 -- The Lua encoder, with the options of `cfg`: every value, proxies
 -- included. Returns the text, or, with `pieces`, the text in pieces and
@@ -1242,8 +1283,9 @@ local function encoder(cfg)
         return cfg.indent or ""
     end
 
-    -- cjson's switch for keeping its buffer between calls: qjson always
-    -- keeps its own, so the setting changes nothing but what it returns.
+    -- cjson's switch for keeping its buffer between calls: qjson keeps
+    -- its own while encodes need it and gives it back once they do not
+    -- (`trim_buffer`), so the setting changes nothing but what it returns.
     e.encode_keep_buffer = switch_function("encode_keep_buffer", cfg, "keep_buffer")
 
     return e
@@ -1273,5 +1315,9 @@ end
 function _M.native_counts()
     return native_done, native_declined
 end
+
+-- For the specs: the bytes the output buffer holds (all of them after a
+-- sweep: see `buffer_bytes`).
+_M.buffer_bytes = buffer_bytes
 
 return _M

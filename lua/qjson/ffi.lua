@@ -202,6 +202,13 @@ size_t qjson_memory(const qjson_doc *doc);
    keeps at most 64 MiB. */
 void qjson_pool_cycle(void);
 
+/* Gives back the memory of reader's results that calls no longer need:
+   each buffer of more than 1 MiB that no call filled past 1 MiB since the
+   last trim. Call it once per collection cycle, as qjson_pool_cycle, when
+   no result of an earlier call given reader is read any more. Returns the
+   bytes the results' memory still holds (0 for a NULL reader). */
+size_t qjson_reader_trim(qjson_reader *reader);
+
 /* The lookups below leave what they found in reader->value. */
 
 /* Finds the value at path: sets value.type and value.cursor. */

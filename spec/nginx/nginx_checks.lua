@@ -195,6 +195,9 @@ describe("qjson inside nginx", function()
         runner.on("access", function()
             ngx.req.read_body()
             collectgarbage()
+            -- The parse that sweeps after the cycle, which may give back
+            -- Lua memory (the encoder's buffer): not in what is measured.
+            qjson.parse("[1]")
             collectgarbage("stop")
             local before = collectgarbage("count")
             local doc = qjson.parse_body()

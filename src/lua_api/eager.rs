@@ -26,7 +26,7 @@ use core::ffi::{c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::{Api, State};
-use crate::document::pool;
+use crate::document::{SCRATCH_KEEP_BYTES, pool};
 use crate::eager::{self, Flow, Outcome, Scratch, Stack, Stop};
 use crate::error::Error;
 use crate::validate::{DuplicateKeys, Options};
@@ -42,9 +42,6 @@ use crate::validate::{DuplicateKeys, Options};
 /// room) costs more on the tool call (4571 against 4541 instructions,
 /// tools/lua_insns.sh tool-eager).
 const ROOM_PER_CONTAINER: c_int = 1 + 2 * eager::CHUNK as c_int + 3;
-
-/// Scratch holding more than this is dropped after use, not kept.
-const MAX_KEPT_BYTES: usize = 1 << 20;
 
 thread_local! {
     /// The scratch between decodes. A decode re-entered from a finalizer
@@ -134,7 +131,7 @@ pub unsafe fn decode(api: &Api, state: State) -> c_int {
         arrays_mt: unsafe { (api.type_)(state, ARRAY_MT) } > LUA_TNIL,
     };
     let outcome = eager::decode(input, &opts, &mut scratch, &mut sink);
-    if scratch.retained_bytes() <= MAX_KEPT_BYTES {
+    if scratch.retained_bytes() <= SCRATCH_KEEP_BYTES {
         SPARE.with(|spare| spare.set(Some(scratch)));
     }
     match outcome {

@@ -55,6 +55,7 @@ use core::cell::Cell;
 use core::ffi::{c_char, c_int};
 
 use super::{Api, State};
+use crate::document::SCRATCH_KEEP_BYTES;
 use crate::{escape, gformat};
 
 /// The Lua arguments, in this order (see `qjson_lua_encode` in
@@ -110,9 +111,6 @@ const ROOM_PER_CHECK: c_int = 64;
 /// `int`, and the index after the last must be one too); no table holds
 /// that many elements.
 const MAX_LENGTH: c_int = c_int::MAX;
-
-/// An output buffer holding more than this is dropped after use, not kept.
-const MAX_KEPT_BYTES: usize = 1 << 20;
 
 /// The longest number `snprintf` writes for `%.16g` of a finite double is
 /// 23 bytes ("-2.225073858507201e-308"); cjson's buffer is 32.
@@ -336,7 +334,7 @@ pub unsafe fn encode(api: &Api, state: State) -> c_int {
             None => 0,
         },
     };
-    if scratch.out.capacity() <= MAX_KEPT_BYTES {
+    if scratch.out.capacity() <= SCRATCH_KEEP_BYTES {
         SPARE.with(|spare| spare.set(Some(scratch)));
     }
     results
