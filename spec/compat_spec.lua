@@ -5,6 +5,7 @@
 -- a LuaJIT too (tools/luajit52.sh); under Debian's, these are pending.
 
 local qjson = require("qjson")
+local proxy_info = require("qjson.lazy").proxy_info
 
 local COMPAT52 = #setmetatable({}, { __len = function() return 1 end }) == 1
 
@@ -43,8 +44,16 @@ local function proxies(t, out)
     return out
 end
 
+-- `#` as on the plain tables of the same text and changes: qjson.len for
+-- an array or a plain table; for an object proxy, whose keys qjson.len
+-- counts, a border of its integer keys, as on cjson's table.
 local function assert_same_views(t, label)
-    assert.equal(qjson.len(t), #t, label)
+    local _, code = proxy_info(t)
+    if not code or code < 0 then
+        assert.equal(qjson.len(t), #t, label)
+    else
+        assert.equal(#qjson.materialize(t), #t, label)
+    end
     assert.same(collect(qjson.pairs(t)), collect(pairs(t)), label)
     assert.same(collect(qjson.ipairs(t)), collect(ipairs(t)), label)
 end
@@ -88,6 +97,24 @@ describe("with Lua 5.2 compatibility", function()
         assert_same_views(o, "object with integer keys")
         assert_same_views(o.a, "nested object with integer keys")
         assert.same({}, collect(ipairs(o)))
+    end)
+
+    it("# of an object is 0, as of cjson's table, or a border of integer keys written", function()
+        local t = qjson.decode('{"a":1,"b":[1,2],"1":"x"}')
+        assert.equal(0, #t)
+        assert.equal(3, qjson.len(t))
+        t[1], t[2], t[3] = "one", "two", "three"
+        assert.equal(3, #t)
+        t[2] = nil
+        -- A border, as Lua's `#` gives one: t[n] set and t[n + 1] not.
+        local n = #t
+        assert.is_true((n == 0 or t[n] ~= nil) and t[n + 1] == nil, n)
+        local wide = qjson.decode('{"k":0}')
+        for i = 1, 1000 do
+            wide[i] = i
+        end
+        assert.equal(1000, #wide)
+        assert.equal(0, #qjson.decode('{"a":{"b":1}}').a)
     end)
 
     it("on plain tables, eager decode and materialize as on any table", function()

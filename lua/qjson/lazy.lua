@@ -992,10 +992,42 @@ end
 -- too; elsewhere they would be dead weight in every state.
 local COMPAT = #setmetatable({}, { __len = function() return 1 end }) == 1
 
+-- Whether the object proxy with change record rec holds integer key k
+-- (only a write gives it one: JSON's keys are strings).
+local function has_integer_key(rec, code, k)
+    return (written(rec, code, k)) ~= nil
+end
+
+-- `#` of a proxy: what it is of the table cjson decodes, with the same
+-- changes. An array's length; for an object, a border of its integer keys
+-- (0 unless some were written), found as LuaJIT finds one in a hash part,
+-- by doubling then halving: a gateway's "is it an array?" test, `#t > 0`,
+-- took every object for one when this was its count of keys (which
+-- qjson.len still gives).
 local function proxy_len_mm(proxy)
     local st = getmetatable(proxy)
-    local n = proxy_len(st, proxy, code_of(st, proxy))
-    return n
+    local code = code_of(st, proxy)
+    if code < 0 then
+        local n = proxy_len(st, proxy, code)
+        return n
+    end
+    local rec = record_of(st, proxy, code)
+    if not rec or not has_integer_key(rec, code, 1) then
+        return 0
+    end
+    local i, j = 1, 2
+    while has_integer_key(rec, code, j) do
+        i, j = j, j * 2
+    end
+    while j - i > 1 do
+        local m = math_floor((i + j) / 2)
+        if has_integer_key(rec, code, m) then
+            i = m
+        else
+            j = m
+        end
+    end
+    return i
 end
 
 local function proxy_pairs(proxy)
