@@ -416,6 +416,17 @@ describe("qjson.sse", function()
         end, 20000)
     end)
 
+    it("takes time linear in a chunk of lines ended by CR alone", function()
+        -- Each line's LF was searched for to the chunk's end (here to the
+        -- one LF at its end): n such lines cost n searches of the rest.
+        require("helper").assert_linear(function(n)
+            return ('data: {"x":1}\r\r'):rep(n) .. "\n"
+        end, function(chunk)
+            local stream = sse.new()
+            assert(#stream:feed(chunk) == (#chunk - 1) / 15)
+        end, 5000)
+    end)
+
     it("takes time linear in a chunk of lines without a colon", function()
         -- Each line's field name was searched for to the chunk's end: n
         -- such lines in one chunk cost n searches of the rest of it.

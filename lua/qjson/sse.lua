@@ -363,18 +363,21 @@ local function scan(self, chunk, out)
             pos = 2
         end
     end
-    -- The next CR, looked for again only once passed: most streams have
-    -- none, and then each line costs one plain find for its LF.
+    -- The next CR and the next LF, each looked for again only once
+    -- passed: a line costs one plain find for the ending the stream uses,
+    -- none for the other. (A find for the LF at every line went to the
+    -- chunk's end in a stream of CR-ended lines: quadratic in the chunk.)
     local cr = find(chunk, "\r", pos, true) or n + 1
+    local lf = find(chunk, "\n", pos, true) or n + 1
     while pos <= n do
         if cr < pos then
             cr = find(chunk, "\r", pos, true) or n + 1
         end
-        local e = find(chunk, "\n", pos, true)
-        if not e or cr < e then
-            e = cr <= n and cr or nil
+        if lf < pos then
+            lf = find(chunk, "\n", pos, true) or n + 1
         end
-        if not e then
+        local e = cr < lf and cr or lf
+        if e > n then
             keep(self, chunk, pos, n, out)
             return
         end

@@ -25,6 +25,12 @@ for _, piece in ipairs(PIECES) do
                         .. '"system_fingerprint":"fp_3a9f2b1c0d","choices":[{"index":0,'
                         .. '"delta":{"content":"' .. piece .. '"}}]}\r\n\r\n'
 end
+-- Events a rewrite passes on as they came: a type of its own
+-- (Anthropic's stream types every event), an id, which stays the last one
+-- seen for the events after it, and data of two lines.
+lines[#lines + 1] = 'event: ping\r\ndata: {"type":"ping"}\r\n\r\n'
+lines[#lines + 1] = 'id: 42\r\ndata: {"note":"a"}\r\n\r\n'
+lines[#lines + 1] = 'data: {"multi":\r\ndata: "line"}\r\n\r\n'
 lines[#lines + 1] = 'data: {"choices":[{"delta":{"content":"lost"\r\n\r\n'
 lines[#lines + 1] = ': keep-alive\r\n\r\n'
 lines[#lines + 1] = 'data: {"choices":[],"usage":{"prompt_tokens":9,"total_tokens":15}}\r\n\r\n'
@@ -94,19 +100,27 @@ runner.on("body_filter", function()
     ctx.sse = stream
     local events = ngx.arg[2] and stream:finish(ngx.arg[1]) or stream:feed(ngx.arg[1])
     -- README's filter.
+    local function head(ev)
+        local lines_before = ev.event ~= "message" and "event: " .. ev.event .. "\n" or ""
+        if ev.id ~= ctx.sse_id then
+            ctx.sse_id = ev.id
+            lines_before = lines_before .. "id: " .. ev.id .. "\n"
+        end
+        return lines_before
+    end
     local out = {}
     for _, ev in ipairs(events) do
         local t = ev:json()
         local delta = t and t.choices and t.choices[1] and t.choices[1].delta
         if delta and delta.content then
             delta.content = "[redacted]"
-            out[#out + 1] = "data: "
+            out[#out + 1] = head(ev) .. "data: "
             local pieces = qjson.encode_pieces(t)
             most_pieces = math.max(most_pieces, #pieces)
             for i = 1, #pieces do out[#out + 1] = pieces[i] end
             out[#out + 1] = "\n\n"
         elseif not ev.err then
-            out[#out + 1] = "data: " .. ev.data .. "\n\n"
+            out[#out + 1] = head(ev) .. "data: " .. ev.data:gsub("\n", "\ndata: ") .. "\n\n"
         end
     end
     ngx.arg[1] = out
@@ -117,7 +131,7 @@ for _, line in ipairs(lines) do
         line = line:gsub('"content":"[^"]*"', '"content":"[redacted]"')
     end
     if line:sub(1, 1) ~= ":" then
-        redacted[#redacted + 1] = (line:gsub("\r\n\r\n$", "\n\n"))
+        redacted[#redacted + 1] = (line:gsub("\r\n", "\n"))
     end
 end
 local rewritten
