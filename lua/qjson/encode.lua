@@ -31,11 +31,12 @@ local DELETED = lazy.DELETED
 local FIELDS, R_N, R_N0 = lazy.FIELDS, lazy.R_N, lazy.R_N0
 local object_value = lazy.object_value
 local next_added, ADDED_START = lazy.next_added, lazy.ADDED_START
-local SRC, ROOT_REC, CHANGES = lazy.SRC, lazy.ROOT_REC, lazy.CHANGES
+local SRC, ROOT_REC, CHANGES, CHILD = lazy.SRC, lazy.ROOT_REC, lazy.CHANGES, lazy.CHILD
 local R_SIMPLE, R_DEPTH, R_ADDED, R_CODE = lazy.R_SIMPLE, lazy.R_DEPTH, lazy.R_ADDED,
                                           lazy.R_CODE
 local is_record, last_byte, OPEN_OBJECT = lazy.is_record, lazy.last_byte, lazy.OPEN_OBJECT
 local has_changes = lazy.has_changes
+local raw_written_below = lazy.raw_written_below
 local empty_array_mt = lazy.empty_array_mt
 local live_ptr = lazy.live_ptr
 local source_span = lazy.source_span
@@ -192,6 +193,10 @@ end
 local function fail(kind, reason)
     raise("Cannot serialise " .. kind .. ": " .. reason)
 end
+
+-- Why a proxy that raw access wrote into is refused (see
+-- `lazy.raw_written_below`).
+local RAW_WRITTEN = lazy.RAW_WRITTEN
 
 -- Strings are escaped natively (src/escape.rs), straight into buf, in
 -- slices of at most ESCAPE_SLICE output bytes, so a long string needs no
@@ -841,6 +846,8 @@ local function put_container(v, depth)
     local st, code = proxy_info(v)
     if not st then
         put_table(v, depth)
+    elseif next(v) ~= nil or (code == 0 or code == -1) and raw_written_below(st) then
+        fail("table", RAW_WRITTEN)
     elseif config.indent then
         put_table(materialize(v), depth)
     else
@@ -990,6 +997,9 @@ local function put_top(v)
     if st and (code == 0 or code == -1) and not config.indent
        and (changed or type(st[SRC]) ~= "string")
        and (config.max_depth >= deepest_parse or not too_deep(st, code, 1)) then
+        if next(v) ~= nil or st[CHILD] and raw_written_below(st) then
+            fail("table", RAW_WRITTEN)
+        end
         enter_table(1)
         local src = st[SRC]
         local rec = changed and one_key_record(st)
@@ -1080,7 +1090,10 @@ local function lua_encode(v, cfg, pieces)
        and type(st[SRC]) == "string" and cfg.max_depth >= deepest_parse then
         -- An untouched whole document is its own text (when the text is a
         -- Lua string; a copy the native document owns is written out by
-        -- put_top).
+        -- put_top), unless raw access wrote into a proxy of it.
+        if next(v) ~= nil or raw_written_below(st) then
+            error("Cannot serialise table: " .. RAW_WRITTEN, 0)
+        end
         local src = st[SRC]
         if pieces then
             return { src }, #src

@@ -117,7 +117,7 @@ local _M = {}
 -- The slots of a state (see the top of the file).
 local PTR = docs.PTR
 local SRC, CHANGES, EDITS, REG, CHILD, CHILD_CODE, ROOT_REC = 2, 3, 4, 5, 6, 7, 8
-_M.SRC, _M.CHANGES, _M.EDITS, _M.ROOT_REC = SRC, CHANGES, EDITS, ROOT_REC
+_M.SRC, _M.CHANGES, _M.EDITS, _M.ROOT_REC, _M.CHILD = SRC, CHANGES, EDITS, ROOT_REC, CHILD
 
 -- Stored in a change record for a value that was deleted.
 local DELETED = setmetatable({}, { __tostring = function() return "qjson.deleted" end })
@@ -585,6 +585,48 @@ _M.next_added = next_added
 -- (The position before the first triple.)
 local ADDED_START = FIELDS + 1 - 3
 _M.ADDED_START = ADDED_START
+
+-- A proxy's raw table is empty, and only raw access (rawset,
+-- table.insert) writes there, past the metatable: a change no record
+-- holds, which the encoder would leave out (`table.insert(body.messages,
+-- msg)`, then `qjson.encode(body)`, wrote the body without msg).
+-- (table.remove and table.sort see an empty table and change nothing,
+-- which nothing can tell from not calling them.) So the encoder and materialize refuse a proxy
+-- with anything in its raw table (`next(proxy) ~= nil`) and, for a
+-- document's root, any proxy of that document still alive
+-- (`raw_written_below`): at most one per container of the text, which
+-- encoding the root may copy anyway. Another proxy checks itself alone,
+-- so that encoding each message of a list costs each its own size, and a
+-- write into a proxy below it goes unseen there; so does one into a
+-- proxy the collector took, gone with what was written into it (reads
+-- make a new one, as if nothing was written).
+_M.RAW_WRITTEN = "a decoded table was changed past its metatable (rawset, table.insert); "
+                 .. "decode with lazy = false for code that does that"
+
+-- Whether raw access wrote into a proxy below the root of the document
+-- with state st (see above).
+function _M.raw_written_below(st)
+    -- (No proxy below the root, the usual case for a small text: one load.)
+    local child = st[CHILD]
+    if not child then return false end
+    local reg = st[REG]
+    if reg and not reg[1] then
+        -- The registry (see above): [CHILD] is its proxy-to-code table.
+        for p in next, child do
+            if next(p) ~= nil then return true end
+        end
+        return false
+    end
+    if next(child) ~= nil then return true end
+    if reg then
+        -- The list: proxies in its even slots, false where free.
+        for i = 2, 2 * LISTED, 2 do
+            local p = reg[i]
+            if p and next(p) ~= nil then return true end
+        end
+    end
+    return false
+end
 
 -- Whether any proxy of state st has a change record.
 function _M.has_changes(st)

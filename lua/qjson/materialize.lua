@@ -20,6 +20,7 @@ local object_iter = lazy.object_iter
 local empty_array_mt = lazy.empty_array_mt
 local source_span = lazy.source_span
 local has_changes = lazy.has_changes
+local raw_written_below = lazy.raw_written_below
 local SRC = lazy.SRC
 local PTR = require("qjson.doc").PTR
 local changed = edits.changed
@@ -62,9 +63,18 @@ local native_builds = 0
 -- (children not yet converted) and true, or, for a scalar or an
 -- unchanged proxy, the finished value. Arrays of proxies get `arrays_mt`
 -- when given, else empty ones get empty_array_mt.
+-- Raises when raw access wrote into proxy v (code `code`, state st) or,
+-- for a root, into a proxy below it (see lua/qjson/lazy.lua).
+local function refuse_raw_written(v, st, code)
+    if next(v) ~= nil or (code == 0 or code == -1) and raw_written_below(st) then
+        error("qjson: " .. lazy.RAW_WRITTEN, 0)
+    end
+end
+
 local function materialize_level(v, R, arrays_mt)
     local st, code = proxy_info(v)
     if st then
+        refuse_raw_written(v, st, code)
         local ptr = live_ptr(st)
         local cursor = lazy.cursor_of(code)
         local is_changed, from, to = changed(st, v, code, R)
@@ -171,6 +181,7 @@ function _M.materialize(v, arrays_mt, by_shape)
         local st, code = proxy_info(v)
         if st and (code == 0 or code == -1) and st[PTR] and not has_changes(st)
            and type(st[SRC]) == "string" then
+            refuse_raw_written(v, st, code)
             local found, out = by_shape(st[SRC], PARSED_TEXT, arrays_mt)
             if found then
                 native_builds = native_builds + 1
