@@ -33,6 +33,19 @@ local SMALL = '{"list":[1,2,3],"k":{"a":"\\u00e9","b":[{"c":"\\t"}]}}'
 local MAIN = '{"a":"main value \\u00e9","n":42,"list":[{"b":"first\\t"},{"b":"second\\t"}],'
              .. '"obj":{"p":1,"q":"\\u0051","r":[true,false,null]}}'
 
+-- A text of more than 4 KB in memory Lua does not own, whose eager decode
+-- is built from the reader's tape (`tape_tables` in lua/qjson.lua): few
+-- items, so that re-entering at each of the build's instructions is quick.
+local LONG = string.rep("w", 1100)
+local WIDE = '[{"s":"' .. LONG .. '\\n"},[1,"' .. LONG .. '"],{"s":"' .. LONG .. '"},"'
+             .. LONG .. '",{"end":true}]'
+local wide = ffi.new("char[?]", #WIDE)
+ffi.copy(wide, WIDE, #WIDE)
+local function wide_right(t)
+    return #t == 5 and t[1].s == LONG .. "\n" and t[2][2] == LONG and t[3].s == LONG
+        and t[4] == LONG and t[5]["end"] == true
+end
+
 -- What the interrupting code does: a mix of everything, on other
 -- documents and on `shared` (the document the interrupted code reads,
 -- when it has one).
@@ -47,6 +60,7 @@ local function reenter()
     t.list[1] = "changed"
     assert(qjson.encode(t) == '{"list":["changed",2,3],"k":{"a":"\\u00e9","b":[{"c":"\\t"}]}}')
     assert(qjson.decode(SMALL, { lazy = false }).list[2] == 2)
+    assert(wide_right(qjson.decode(wide, #WIDE, { lazy = false })))
     if shared then
         assert(shared:get_str("list[1].b") == "second\t")
     end
@@ -166,6 +180,12 @@ local ROUNDS_OF = {
         return eager.list[2].b == "second\t" and eager.obj.q == "Q"
             and m.list[1].b == "x" and m.obj.r[2] == false
     end,
+    -- (The call that builds the tables is a section whatever calls it: it
+    -- was reached by a tail call, so a hook or finalizer found no section
+    -- on the stack, took the shared reader and rebuilt its tape.)
+    eager_tape = function()
+        return wide_right(qjson.decode(wide, #WIDE, { lazy = false }))
+    end,
     sse = function()
         local stream = 'data: {"choices":[{"delta":{"content":"h\\u00e9llo"}}]}\n\n'
                        .. 'data: {"usage":{"total_tokens":12}}\n\ndata: [DONE]\n\n'
@@ -183,7 +203,7 @@ local ROUNDS_OF = {
         return got[1] == "h\195\169llo" and got[2] == "12"
     end,
 }
-local NAMES = { "getters", "proxies", "iteration", "encode", "eager", "sse" }
+local NAMES = { "getters", "proxies", "iteration", "encode", "eager", "eager_tape", "sse" }
 
 describe("qjson re-entered during a call", function()
     before_each(function()

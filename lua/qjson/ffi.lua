@@ -539,11 +539,17 @@ at_close[1] = function()
     end
 end
 
-local enter
+local enter, leave
 
 -- Whether a function on the stack above the caller of `enter` is a
--- section (a function that calls `enter` itself, i.e. holds it as an
--- upvalue; every section's owner does).
+-- section: one that holds `enter` or `leave` as an upvalue. Every
+-- section's owner calls `enter`; a function it tail-calls to finish the
+-- section (a getter's `failure`, eager decode's `tape_tables`) replaces
+-- its frame, and calls `leave`. (Holding `enter` alone, a tail-called
+-- tape build was taken for an abandoned section: a finalizer took the
+-- shared reader and rebuilt or freed its tape under the build, an
+-- audit's finding.) A function that has left its section and goes on
+-- only costs a call a reader of its own.
 local function section_on_stack()
     local level = 4 -- 1 this, 2 own_reader, 3 enter, 4 the new section
     while true do
@@ -557,7 +563,7 @@ local function section_on_stack()
         while true do
             local name, v = debug_getupvalue(fn, i)
             if name == nil then break end
-            if v == enter then return true end
+            if v == enter or v == leave then return true end
             i = i + 1
         end
     end
@@ -622,7 +628,7 @@ function enter()
 end
 
 -- Ends the section that `enter` gave `r` to.
-local function leave(r)
+function leave(r)
     if r == main then
         busy = closed
     else
