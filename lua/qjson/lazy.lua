@@ -591,10 +591,10 @@ _M.ADDED_START = ADDED_START
 -- holds, which the encoder would leave out (`table.insert(body.messages,
 -- msg)`, then `qjson.encode(body)`, wrote the body without msg).
 -- (table.remove and table.sort see an empty table and change nothing,
--- which nothing can tell from not calling them.) So the encoder and materialize refuse a proxy
--- with anything in its raw table (`next(proxy) ~= nil`) and, for a
+-- which nothing can tell from not calling them.) So the encoder and
+-- materialize refuse a proxy with anything in its raw table and, for a
 -- document's root, any proxy of that document still alive
--- (`raw_written_below`): at most one per container of the text, which
+-- (`raw_written`): at most one per container of the text, which
 -- encoding the root may copy anyway. Another proxy checks itself alone,
 -- so that encoding each message of a list costs each its own size, and a
 -- write into a proxy below it goes unseen there; so does one into a
@@ -605,7 +605,7 @@ _M.RAW_WRITTEN = "a decoded table was changed past its metatable (rawset, table.
 
 -- Whether raw access wrote into a proxy below the root of the document
 -- with state st (see above).
-function _M.raw_written_below(st)
+local function raw_written_below(st)
     -- (No proxy below the root, the usual case for a small text: one load.)
     local child = st[CHILD]
     if not child then return false end
@@ -626,6 +626,14 @@ function _M.raw_written_below(st)
         end
     end
     return false
+end
+
+_M.raw_written_below = raw_written_below
+
+-- Whether raw access wrote into proxy v (code `code`) of state st or, v
+-- being its document's root, into a proxy below it (see above).
+function _M.raw_written(st, v, code)
+    return next(v) ~= nil or is_root(code) and raw_written_below(st)
 end
 
 -- Whether any proxy of state st has a change record.

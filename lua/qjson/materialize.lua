@@ -20,7 +20,7 @@ local object_iter = lazy.object_iter
 local empty_array_mt = lazy.empty_array_mt
 local source_span = lazy.source_span
 local has_changes = lazy.has_changes
-local raw_written_below = lazy.raw_written_below
+local raw_written = lazy.raw_written
 local SRC = lazy.SRC
 local PTR = require("qjson.doc").PTR
 local changed = edits.changed
@@ -59,18 +59,19 @@ local PARSED_TEXT = ffi.new("qjson_options", NO_DEPTH_LIMIT, LAST_WINS)
 -- shape (for the specs).
 local native_builds = 0
 
--- One level of materialize, through reader R: a copy of v's own entries
--- (children not yet converted) and true, or, for a scalar or an
--- unchanged proxy, the finished value. Arrays of proxies get `arrays_mt`
--- when given, else empty ones get empty_array_mt.
 -- Raises when raw access wrote into proxy v (code `code`, state st) or,
--- for a root, into a proxy below it (see lua/qjson/lazy.lua).
+-- for a root, into a proxy below it (see `raw_written` in
+-- lua/qjson/lazy.lua).
 local function refuse_raw_written(v, st, code)
-    if next(v) ~= nil or (code == 0 or code == -1) and raw_written_below(st) then
+    if raw_written(st, v, code) then
         error("qjson: " .. lazy.RAW_WRITTEN, 0)
     end
 end
 
+-- One level of materialize, through reader R: a copy of v's own entries
+-- (children not yet converted) and true, or, for a scalar or an
+-- unchanged proxy, the finished value. Arrays of proxies get `arrays_mt`
+-- when given, else empty ones get empty_array_mt.
 local function materialize_level(v, R, arrays_mt)
     local st, code = proxy_info(v)
     if st then
