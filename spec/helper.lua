@@ -135,8 +135,6 @@ function _M.pooled(text)
     return text .. string.rep(" ", C.QJSON_SMALL_MAX_BYTES + 1 - #text)
 end
 
--- A deterministic chat-completion request of about `bytes` bytes: each
--- message has a short text part and a base64 image part.
 -- n plain tables, each the only element of the one before, and the
 -- innermost (an empty table).
 function _M.nested_tables(n)
@@ -149,6 +147,8 @@ function _M.nested_tables(n)
     return t, at
 end
 
+-- A deterministic chat-completion request of about `bytes` bytes: each
+-- message has a short text part and a base64 image part.
 function _M.chat_request(bytes, messages)
     messages = messages or 4
     local alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
