@@ -73,11 +73,27 @@ end
 -- read (asking before would have nginx cache "no body" for it): nginx's
 -- own lookup, asked twice, gives the same value cell when it caches the
 -- variable (the request's) and a new one each time when it does not (one
--- from the request's pool). True, the safe answer, when nginx's lookup
--- cannot be called as declared here.
+-- from the request's pool). Asking makes nginx cache the body as it is
+-- now, which a body replaced later in the request (set_body_data) would
+-- not change: `proxy_set_body $request_body` forwarded, and log_format
+-- logged, the body as read, not as replaced. So the cell is marked not
+-- yet evaluated again (nginx's `valid` and `not_found` bits; its
+-- ngx_variable_value_t, declared here as `qjson_ngx_variable_value_t`),
+-- as it was unless the configuration had asked for the variable earlier
+-- in this request; then nginx evaluates it anew when next asked. True,
+-- the safe answer, when nginx's lookup cannot be called as declared
+-- here.
 local function variable_cached(r)
     pcall(ffi.cdef, [[
         void *ngx_http_get_variable(ngx_http_request_t *r, ngx_str_t *name, uintptr_t key);
+        typedef struct {
+            unsigned len:28;
+            unsigned valid:1;
+            unsigned no_cacheable:1;
+            unsigned not_found:1;
+            unsigned escape:1;
+            unsigned char *data;
+        } qjson_ngx_variable_value_t;
     ]])
     local ok, same = pcall(function()
         local name = ffi.new("ngx_str_t")
@@ -88,7 +104,14 @@ local function variable_cached(r)
             key = key * 31 + NAME:byte(i)
         end
         local first = C.ngx_http_get_variable(r, name, key)
-        return first == nil or first == C.ngx_http_get_variable(r, name, key)
+        if first == nil then
+            return true
+        elseif first ~= C.ngx_http_get_variable(r, name, key) then
+            return false
+        end
+        local cell = ffi.cast("qjson_ngx_variable_value_t *", first)
+        cell.valid, cell.not_found = 0, 0
+        return true
     end)
     return not ok or same
 end

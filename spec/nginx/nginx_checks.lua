@@ -177,6 +177,29 @@ describe("qjson inside nginx", function()
         end
     end)
 
+    it("access: reading the body leaves $request_body to follow the body as replaced",
+       function()
+        runner.on("access", function()
+            ngx.req.read_body()
+            -- A fresh copy of the module, as in a worker's first read,
+            -- which asks nginx whether it caches the variable: asking
+            -- must not leave nginx holding the body as it was then.
+            local loaded = package.loaded["qjson.body"]
+            package.loaded["qjson.body"] = nil
+            local body = require("qjson.body")
+            package.loaded["qjson.body"] = loaded
+            local read = body.apply(function(text, len)
+                return len and require("ffi").string(text, len) or text
+            end)
+            ngx.req.set_body_data('{"replaced":1}')
+            ngx.say(read, " ", ngx.var.request_body)
+            return ngx.exit(200)
+        end)
+        local status, got = client.request("POST", "/single/access", '{"orig":0}')
+        assert.equal(200, status)
+        assert.equal('{"orig":0} {"replaced":1}\n', got)
+    end)
+
     it("access: decode_body gives nil for a body of no bytes in a file", function()
         runner.on("access", function()
             ngx.req.read_body()
