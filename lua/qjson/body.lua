@@ -118,16 +118,35 @@ end
 
 -- The text of the file nginx wrote the body to (a body larger than
 -- client_body_buffer_size, or any under client_body_in_file_only); nil
--- for an empty one, a body of no bytes.
+-- for an empty one, a body of no bytes. Read by its size: f:read("*a")
+-- grows its buffer by doubling and cannot reach 2^31 bytes, so a file of
+-- 1 GiB or more failed where a Lua string holds almost 2 GiB. Errors,
+-- running out of memory included, are qjson's, at the level of the
+-- caller of `apply`'s caller.
 local function read_file(path)
     local f, err = io_open(path, "rb")
-    if not f then
-        error("qjson: cannot read the request body's file: " .. err, 4)
+    local size, text
+    if f then
+        size, err = f:seek("end")
+        if size then
+            f:seek("set")
+            if size == 0 then
+                f:close()
+                return nil
+            end
+            local read
+            read, text = pcall(f.read, f, size)
+            if not read then
+                err, text = text, nil
+            elseif not text then
+                err = "it ended early"
+            end
+        end
+        f:close()
     end
-    local text = f:read("*a")
-    f:close()
-    if text == "" then
-        return nil
+    if not text then
+        error("qjson: cannot read the request body's file"
+              .. (size and " (" .. size .. " bytes): " or ": ") .. tostring(err), 4)
     end
     return text
 end
@@ -150,7 +169,13 @@ local function read()
         local rc = C.ngx_http_lua_ffi_var_get(r, NAME, #NAME, lower_name, 0, value, value_len,
                                               errmsg)
         if rc == NGX_OK then
-            return value[0], tonumber(value_len[0])
+            local len = tonumber(value_len[0])
+            -- A body of no bytes (ngx.req.init_body, finish_body): none,
+            -- as get_body_data() gives.
+            if len == 0 then
+                return nil
+            end
+            return value[0], len
         elseif rc == NGX_ERROR then
             error("qjson: " .. ffi_string(errmsg[0]), 3)
         end
@@ -163,7 +188,8 @@ local function read()
         cached = variable_cached(r)
     end
     if path then
-        return read_file(path)
+        -- Not a tail call: read_file raises at a level counted from here.
+        text = read_file(path)
     end
     return text
 end
