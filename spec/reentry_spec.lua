@@ -306,6 +306,7 @@ describe("qjson re-entered during a call", function()
             "Cannot serialise number: must not be NaN or Infinity",
         }
         qjson.encode_max_depth(3)
+        safe.encode_max_depth(3)
         local function changed(value)
             local t = qjson.decode('{"a":[1,{"b":2}],"c":"x"}')
             t.a[2].b = value
@@ -325,6 +326,7 @@ describe("qjson re-entered during a call", function()
                          table.concat((qjson.encode_pieces(changed(8)))))
         end
         qjson.encode_max_depth(1000)
+        safe.encode_max_depth(1000)
         local _, abandoned_after = qffi.section_counts()
         assert.equal(abandoned_before, abandoned_after)
     end)

@@ -121,8 +121,8 @@ describe("qjson.safe", function()
 
     it("option functions return nil, err for bad values", function()
         finally(function()
-            qjson.decode_max_depth(1000)
-            qjson.duplicate_keys("last")
+            safe.decode_max_depth(1000)
+            safe.duplicate_keys("last")
         end)
         -- What cjson's decode_max_depth refuses, with its messages.
         for _, v in ipairs({ 0, -1, 0.5, 2 ^ 31, "2147483648" }) do
@@ -138,14 +138,43 @@ describe("qjson.safe", function()
             assert.matches("^bad argument #1 to 'duplicate_keys' %(duplicate_keys must be",
                            nil_err(safe.duplicate_keys, v))
         end
-        -- Unchanged by the refused values; set and read like qjson's.
+        -- Unchanged by the refused values; set and read as qjson's are.
         assert.equal(1000, safe.decode_max_depth())
         assert.equal("last", safe.duplicate_keys())
         assert.equal(8, safe.decode_max_depth(8))
-        assert.equal(8, qjson.decode_max_depth())
         assert.equal("error", safe.duplicate_keys("error"))
-        assert.equal("error", qjson.duplicate_keys())
         assert.is_nil(safe.parse('{"a":1,"a":2}'))
+    end)
+
+    it("has options of its own, as cjson.safe has", function()
+        finally(function()
+            for _, q in ipairs({ qjson, safe }) do
+                q.decode_max_depth(1000)
+                q.duplicate_keys("last")
+                q.encode_escape_forward_slash(true)
+                q.encode_number_precision(14)
+            end
+        end)
+        -- Set on one, the other keeps its defaults, both ways.
+        qjson.encode_escape_forward_slash(false)
+        assert.equal('"a/b"', qjson.encode("a/b"))
+        assert.equal('"a\\/b"', safe.encode("a/b"))
+        safe.encode_number_precision(3)
+        assert.equal("0.333", safe.encode(1 / 3))
+        assert.equal("0.33333333333333", qjson.encode(1 / 3))
+        safe.decode_max_depth(1)
+        assert.is_nil(safe.decode("[[1]]"))
+        assert.equal(1, qjson.decode("[[1]]")[1][1])
+        qjson.duplicate_keys("error")
+        assert.equal(2, safe.parse('{"a":1,"a":2}'):get_f64("a"))
+        assert.has_error(function() qjson.parse('{"a":1,"a":2}') end)
+        -- qjson.sse reads events under the module's options.
+        local stream = require("qjson.sse").new()
+        local events = stream:feed('data: {"a":1,"a":2}\n\ndata: [[1]]\n\n')
+        assert.is_nil(events[1]:json())
+        assert.is_nil(events[1]:parse())
+        assert.equal(1, events[2]:json()[1][1])
+        assert.equal(1, events[2]:parse():get_f64("[0][0]"))
     end)
 end)
 

@@ -1,6 +1,8 @@
 -- qjson.safe: the qjson API returning nil, err instead of raising, like
 -- cjson.safe. Documents it parses also return nil, err for misuse (a
--- malformed path, use after free()).
+-- malformed path, use after free()). As cjson.safe's, its options are its
+-- own, starting from the defaults: code that configures `cjson` in one
+-- place and `cjson.safe` in another keeps both settings.
 
 local qjson = require("qjson")
 local body = require("qjson.body")
@@ -29,8 +31,8 @@ end
 local SHARED = { "_VERSION", "null", "kernel", "materialize", "len", "pairs", "ipairs",
                  "array_mt", "empty_array_mt", "empty_array", "library_path" }
 
--- The safe facade of the qjson module table `q` (the module, or one
--- made by qjson.new(), whose options it then shares).
+-- The safe facade of the qjson module table `q` (one made by qjson.new(),
+-- whose options it then shares).
 local function wrap(q)
     local parse, decode = q._parse_any, q._decode_any
     local encode, encode_pieces = q.encode, q.encode_pieces
@@ -85,4 +87,4 @@ local function wrap(q)
     return M
 end
 
-return wrap(qjson)
+return wrap(qjson.new())

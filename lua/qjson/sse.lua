@@ -22,8 +22,12 @@
 -- chunks is kept as pieces and joined once, so the work for a stream is
 -- linear in its size however it is chunked.
 
-local safe = require("qjson.safe")
-local parse_text = require("qjson")._parse
+-- Events are read under the options of the module (require("qjson")),
+-- through the calls qjson.safe makes: nil, err instead of raising.
+local qjson = require("qjson")
+local parse_text = qjson._parse
+local parse_any = qjson._parse_any
+local decode_any = qjson._decode_any
 
 local type = type
 local rawget = rawget
@@ -37,8 +41,6 @@ local byte = string.byte
 local find = string.find
 local sub = string.sub
 local concat = table.concat
-local safe_decode = safe.decode
-local safe_parse = safe.parse
 
 local LF = byte("\n")
 local CR = byte("\r")
@@ -51,7 +53,7 @@ local DONE = "[DONE]"
 local DEFAULT_MAX_EVENT_SIZE = 1024 * 1024
 
 local _M = {
-    _VERSION = safe._VERSION,
+    _VERSION = qjson._VERSION,
     DEFAULT_MAX_EVENT_SIZE = DEFAULT_MAX_EVENT_SIZE,
 }
 
@@ -108,7 +110,8 @@ local function cached(self, value_key, err_key, fn)
 end
 
 local function decode_data(ev)
-    return safe_decode(ev.data)
+    local v, err = decode_any(ev.data)
+    return v, err
 end
 
 local function parse_data(ev)
@@ -118,7 +121,8 @@ local function parse_data(ev)
                                     rawget(ev, "_len"))
         return doc, err
     end
-    return safe_parse(ev.data)
+    local doc, err = parse_any(ev.data, nil, nil, true)
+    return doc, err
 end
 
 -- The event's data as qjson.decode proxies (1-based arrays), or nil, err.
