@@ -505,6 +505,8 @@ local OPTIONS = { "decode_max_depth", "duplicate_keys", "decode_array_with_array
 for _, name in ipairs(encode.OPTIONS) do
     OPTIONS[#OPTIONS + 1] = name
 end
+-- How many arguments each takes, where not one (cjson's counts).
+local MOST_ARGUMENTS = { encode_sparse_array = 3 }
 
 local instance
 
@@ -645,6 +647,9 @@ function instance(cfg, enc)
     -- options do not say: an instance that decodes as cjson does.
     M.decode_lazy = options.switch_function("decode_lazy", cfg, "lazy")
 
+    for _, name in ipairs(OPTIONS) do
+        M[name] = options.at_most(name, MOST_ARGUMENTS[name] or 1, M[name])
+    end
     return M
 end
 

@@ -190,11 +190,47 @@ describe("qjson.new()", function()
     end)
 end)
 
+describe("option functions", function()
+    -- One more argument than the function takes (a nil counts), then
+    -- `f`'s outcome.
+    local function one_too_many(f, most)
+        if most == 1 then
+            return pcall(f, nil, 1)
+        end
+        return pcall(f, nil, nil, nil, 1)
+    end
+
+    it("refuse one argument too many, as cjson does, and change nothing", function()
+        for _, name in ipairs(qjson._options) do
+            local most = name == "encode_sparse_array" and 3 or 1
+            local want = ("bad argument #%d to '%s' (found too many arguments)")
+                         :format(most + 1, name)
+            local q = qjson.new()
+            local before = { q[name]() }
+            assert.same({ false, want }, { one_too_many(q[name], most) })
+            assert.same({ nil, want }, { select(2, one_too_many(safe.new()[name], most)) })
+            assert.same(before, { q[name]() })
+            if fork and fork[name] then
+                local ok, err = one_too_many(fork.new()[name], most)
+                assert.is_false(ok)
+                assert.matches("found too many arguments", err, 1, true)
+            end
+        end
+        local q = qjson.new()
+        assert.has_error(function() q.encode_max_depth(5, 6) end,
+                         "bad argument #2 to 'encode_max_depth' (found too many arguments)")
+        assert.equal(1000, q.encode_max_depth())
+        assert.same({ false, 2, 10 }, { q.encode_sparse_array(nil, nil, nil) })
+    end)
+end)
+
 describe("number options", function()
     -- NaN compares false with every bound: it passed the range check,
     -- was kept, and the next encode's number format ("%.nang") crashed
-    -- the process.
-    it("refuse NaN as out of range, as cjson does, and keep their setting", function()
+    -- the process. (cjson reads these arguments into a C int, where NaN
+    -- is out of range here, but 0 for encode_sparse_array's ratio and
+    -- safe count; qjson refuses NaN everywhere.)
+    it("refuse NaN as out of range and keep their setting", function()
         local q = qjson.new()
         local cases = {
             { "encode_number_precision", "expected integer between 1 and 16", 14 },

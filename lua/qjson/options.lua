@@ -8,6 +8,7 @@
 
 local type = type
 local error = error
+local select = select
 local tonumber = tonumber
 local tostring = tostring
 local format = string.format
@@ -86,6 +87,21 @@ function _M.integer(name, arg, v, lo, hi)
                      arg, name, lo, hi), 3)
     end
     return n
+end
+
+-- Option function `f`, named `name`, behind cjson's check of how many
+-- arguments it got (json_arg_init): more than `most`, trailing nils
+-- counted as lua_gettop counts them, raises "found too many arguments"
+-- and changes nothing. (`f` is tail-called: its own errors keep their
+-- levels.)
+function _M.at_most(name, most, f)
+    return function(...)
+        if select("#", ...) > most then
+            error(format("bad argument #%d to '%s' (found too many arguments)", most + 1, name),
+                  2)
+        end
+        return f(...)
+    end
 end
 
 return _M
