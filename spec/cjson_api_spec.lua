@@ -420,6 +420,41 @@ describe("encode_skip_unsupported_value_types", function()
                          "Cannot serialise function: type not supported")
     end)
 
+    -- cjson writes a member's key before it finds the value left out: a
+    -- key it cannot write raises. The Lua encoder (a foreign metatable,
+    -- a proxy, encode_indent) left such a member out with its key.
+    it("still refuses a key it cannot write, whose value it leaves out", function()
+        local a = qjson.new()
+        a.encode_skip_unsupported_value_types(true)
+        local BOOLEAN_KEY = "Cannot serialise boolean: table key must be a number or string"
+        local NAN_KEY = "Cannot serialise number: must not be NaN or Infinity"
+        local foreign = { __index = {} }
+        local cases = {
+            { { [true] = print }, BOOLEAN_KEY },
+            { { setmetatable({}, {}), { [true] = print } }, BOOLEAN_KEY },
+            { setmetatable({ [false] = co, a = 1 }, foreign), BOOLEAN_KEY },
+            { setmetatable({ [math.huge] = print, a = 1 }, foreign), NAN_KEY },
+            { { [-math.huge] = print, a = 1 }, NAN_KEY },
+        }
+        for _, indent in ipairs({ "", "  " }) do
+            a.encode_indent(indent)
+            for _, case in ipairs(cases) do
+                assert.has_error(function() a.encode(case[1]) end, case[2])
+                if fork then
+                    local theirs = fork.new()
+                    theirs.encode_skip_unsupported_value_types(true)
+                    assert.has_error(function() theirs.encode(case[1]) end, case[2])
+                end
+            end
+            local p = a.decode('{"a":1}')
+            p[true] = print
+            assert.has_error(function() a.encode(p) end, BOOLEAN_KEY)
+        end
+        a.encode_indent("")
+        a.encode_invalid_numbers("null")
+        assert.equal('{"a":1}', a.encode(setmetatable({ [math.huge] = print, a = 1 }, foreign)))
+    end)
+
     it_with_fork("matches the fork", function()
         local theirs, ours = fork.new(), qjson.new()
         theirs.encode_skip_unsupported_value_types(true)

@@ -521,6 +521,20 @@ local function put_key(k)
     end
 end
 
+-- Raises as put_key(k) would, writing nothing: for a member whose value
+-- is left out (encode_skip_unsupported_value_types), as cjson writes the
+-- key before it finds that out.
+local function check_key(k)
+    local tk = type(k)
+    if tk == "number" then
+        if (k ~= k or k == huge or k == -huge) and config.invalid_numbers == 0 then
+            fail("number", "must not be NaN or Infinity")
+        end
+    elseif tk ~= "string" then
+        fail(tk, "table key must be a number or string")
+    end
+end
+
 -- The deepest nesting the encoder goes into, whatever encode_max_depth
 -- allows. Past SEGMENT levels it goes on in a coroutine (see
 -- `put_container_on_new_stack`), and each one's resume is a C call
@@ -576,7 +590,9 @@ local function put_table(t, depth)
     local first, empty = true, true
     for k, v in next, t do
         empty = false
-        if not skipped(v) then
+        if skipped(v) then
+            check_key(k)
+        else
             put_separator(first, depth)
             first = false
             put_key(k)
@@ -680,7 +696,10 @@ end
 -- something now does.
 local function put_added_key(rec, key, kept, depth)
     local v = object_value(rec, key)
-    if rawequal(v, DELETED) or skipped(v) then
+    if rawequal(v, DELETED) then
+        return kept
+    elseif skipped(v) then
+        check_key(key)
         return kept
     end
     if kept then buf:put(",") end
