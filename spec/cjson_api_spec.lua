@@ -501,6 +501,39 @@ describe("encode_indent", function()
         assert.equal('[1, {"k": [true, false]}]', qjson.encode(p))
     end)
 
+    -- Under encode_indent a changed proxy was materialized whole: the
+    -- plain tables written into it were copies, iterated in an order of
+    -- their own, and one that contained itself raised materialize's
+    -- message, with a file and line.
+    it("writes plain tables written into proxies as it writes them anywhere", function()
+        local a = qjson.new()
+        a.encode_indent(" ")
+        local loop = {}
+        loop.me = loop
+        local p = a.decode('[0, {"a": 1}]')
+        p[2].b = loop
+        assert.has_error(function() a.encode(p) end, "Cannot serialise, excessive nesting (1001)")
+        p[2].b = nil
+        p[2].self = p
+        assert.has_error(function() a.encode(p) end, "Cannot serialise, excessive nesting (1001)")
+        for i = 1, 100 do
+            local t = {}
+            for k = 1, i % 9 + 2 do
+                t[(k * 7919 + i) % 13 - 6 + (k % 3) / 2] = k
+            end
+            p = a.decode("[0]")
+            p[2] = t
+            assert.equal(a.encode({ 0, t }), a.encode(p))
+            if fork then
+                local theirs = fork.new()
+                theirs.encode_indent(" ")
+                local c = theirs.decode("[0]")
+                c[2] = t
+                assert.equal(theirs.encode(c), a.encode(p))
+            end
+        end
+    end)
+
     it_with_fork("matches the fork", function()
         local theirs, ours = fork.new(), qjson.new()
         -- (So that the fork decodes [] as an array, as qjson does.)

@@ -18,6 +18,7 @@ local lazy = require("qjson.lazy")
 local edits = require("qjson.edits")
 local options = require("qjson.options")
 local materialize = require("qjson.materialize").materialize
+local materialize_level = require("qjson.materialize").level
 local CONTAINS_ITSELF = require("qjson.materialize").CONTAINS_ITSELF
 
 local C = qffi.C
@@ -859,8 +860,11 @@ local function put_proxy(st, code, depth, proxy)
 end
 
 -- Writes the table v (a plain one or a proxy) entered at `depth`. Under
--- encode_indent a proxy is written as the plain tables it stands for,
--- every line laid out anew, as cjson would write them.
+-- encode_indent a proxy is written as the plain table of its level (its
+-- children left as they are, then written in turn), every line laid out
+-- anew, as cjson would write them. (Materialized whole, the plain tables
+-- written into it were copies, iterated in an order of their own, and
+-- one that contained itself raised materialize's error, not cjson's.)
 local function put_container(v, depth)
     local st, code = proxy_info(v)
     if not st then
@@ -868,7 +872,7 @@ local function put_container(v, depth)
     elseif raw_written(st, v, code) then
         fail("table", RAW_WRITTEN)
     elseif config.indent then
-        put_table(materialize(v), depth)
+        put_table(materialize_level(v, reader), depth)
     else
         put_proxy(st, code, depth, v)
     end

@@ -199,6 +199,16 @@ function _M.materialize(v, arrays_mt, by_shape)
     return out
 end
 
+-- One level of proxy v through reader R, for encode_indent (see
+-- `put_container` in lua/qjson/encode.lua): an unchanged proxy whole, a
+-- changed one as a table of its own entries, its children as they are
+-- (proxies, or the plain tables written into it), so that the encoder
+-- writes those as it writes any table: a plain table in its own order,
+-- one that contains itself to cjson's depth limit.
+function _M.level(v, R)
+    return (materialize_level(v, R))
+end
+
 -- For the specs: how many unchanged proxies were built natively (see
 -- `native_builds`).
 function _M.native_builds()
