@@ -153,8 +153,9 @@ typedef struct qjson_span {
     uint32_t value_start;    /* offset of the value's first byte */
     uint32_t value_end;      /* offset just past the value's last byte */
     uint32_t cursor;         /* the value's cursor */
-    uint32_t live;           /* 1 when reads see this member (under "last wins" only the
-                                last of a repeated key is seen); 1 for every element */
+    uint32_t live_start;     /* value_start of the member reads see for this key: its own,
+                                but for the earlier copies of a repeated key under "last
+                                wins"; elements: their own */
 } qjson_span;
 
 /* Where calls leave their results, and (scratch) the memory the strings

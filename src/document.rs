@@ -478,21 +478,25 @@ impl<'a> Document<'a> {
 
     /// The members (every one, in document order) or elements of the
     /// container at `at` with their byte spans ([`spans`]), built in `out`;
-    /// with `keys`, objects' keys decoded into the text or `arena`. `live`
-    /// is scratch for the key entries the duplicate-key policy reads.
-    /// `None` for a scalar.
+    /// with `keys`, objects' keys decoded into the text or `arena`.
+    /// `winners` is scratch for the key entries reads see for each
+    /// member's key. `None` for a scalar.
     pub fn spans<'s>(
         &mut self,
         at: u32,
         keys: bool,
-        live: &mut Vec<u32>,
+        winners: &mut Vec<u32>,
         out: &'s mut Vec<spans::Span>,
         arena: &mut Vec<u8>,
     ) -> Option<&'s [spans::Span]> {
         match self.value_type(at) {
             ValueType::Object => {
-                self.members(at, false, live)?;
-                spans::object(&self.tree(), at, live, keys, out, arena);
+                let last_wins = self.last_wins();
+                self.read = true;
+                self.lookup
+                    .winners(self.src, &mut self.index, at, last_wins, winners);
+                self.remeasure();
+                spans::object(&self.tree(), at, winners, keys, out, arena);
             }
             ValueType::Array => spans::array(&self.tree(), at, out),
             _ => return None,

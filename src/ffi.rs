@@ -109,7 +109,7 @@ pub struct Scratch {
     tape: Vec<Item>,
     tape_arena: Vec<u8>,
     spans: Vec<Span>,
-    live: Vec<u32>,
+    winners: Vec<u32>,
 }
 
 impl Scratch {
@@ -129,7 +129,7 @@ impl Scratch {
             + trim(&mut self.tape)
             + trim(&mut self.tape_arena)
             + trim(&mut self.spans)
-            + trim(&mut self.live)
+            + trim(&mut self.winners)
     }
 }
 
@@ -968,11 +968,11 @@ pub unsafe extern "C" fn qjson_spans(
             out.len = raw.len();
             let Scratch {
                 spans,
-                live,
+                winners,
                 key_text,
                 ..
             } = scratch;
-            match doc.spans(cursor, keys != 0, live, spans, key_text) {
+            match doc.spans(cursor, keys != 0, winners, spans, key_text) {
                 Some(spans) => {
                     reader.spans = spans.as_ptr();
                     reader.count = spans.len();

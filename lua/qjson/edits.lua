@@ -41,7 +41,6 @@
 -- * an element written gets its value (null for a hole); elements deleted
 --   from the end are removed with their separators.
 
-local ffi = require("ffi")
 local qffi = require("qjson.ffi")
 local lazy = require("qjson.lazy")
 
@@ -55,13 +54,13 @@ local R_CODE, R_DEPTH, R_N, R_ADDED, R_SIMPLE = lazy.R_CODE, lazy.R_DEPTH, lazy.
 local FIELDS = lazy.FIELDS
 local is_record, object_value = lazy.is_record, lazy.object_value
 local cursor_of, is_root, source_span = lazy.cursor_of, lazy.is_root, lazy.source_span
-local ffi_string = ffi.string
 local next = next
 local rawequal = rawequal
 local type = type
 local tonumber = tonumber
 local math_floor = math.floor
 local new_tab = require("table.new")
+local table_clear = require("table.clear")
 
 local _M = {}
 
@@ -81,12 +80,29 @@ local INSERT = setmetatable({}, { __tostring = function() return "qjson.insert" 
 local APPEND = setmetatable({}, { __tostring = function() return "qjson.append" end })
 _M.INSERT, _M.APPEND = INSERT, APPEND
 
+-- The keys written that the source has, by where the value reads see
+-- for them starts (see `object_edits`); emptied after each use.
+local written_at = {}
+
 -- Appends to `list` the edits of the object at cursor in the document
--- of state st, whose change record is rec, through reader R.
+-- of state st, whose change record is rec, through reader R. A member
+-- is matched with the keys written by where the value reads see for its
+-- key starts (`live_start`; a record's triple holds that start for a key
+-- the source has), a number: no member needs a Lua string of its key.
+-- LuaJIT interns every string it makes, and strings alike where its
+-- hash does not look share one chain, so a string per member made one
+-- deletion in an object of 32 000 long keys cost 4.8 s to encode
+-- (docs/reliability.md, "Strings LuaJIT interns").
 local function object_edits(list, st, cursor, rec, R)
     local depth = rec[R_DEPTH]
     local ptr, base = lazy.live_ptr(st), (source(st[SRC]))
-    C.qjson_spans(ptr, cursor, 1, R)
+    for p = FIELDS + 1, #rec, 3 do
+        local from = rec[p]
+        if from then
+            written_at[from] = rec[p + 2]
+        end
+    end
+    C.qjson_spans(ptr, cursor, 0, R)
     local n = tonumber(R.count)
     local spans = R.spans
     -- Whether a source member before this one stays, and where the last
@@ -95,10 +111,13 @@ local function object_edits(list, st, cursor, rec, R)
     local prev_end = tonumber(R.value.str - base) + 1
     for i = 0, n - 1 do
         local s = spans[i]
-        local v = object_value(rec, ffi_string(s.key, s.key_len))
+        local key, v = written_at[s.live_start], nil
+        if key ~= nil then
+            v = object_value(rec, key)
+        end
         if rawequal(v, nil) then
             kept = true
-        elseif s.live == 0 or rawequal(v, DELETED) then
+        elseif s.live_start ~= s.value_start or rawequal(v, DELETED) then
             if kept then
                 push(list, prev_end, s.value_end, DELETED, depth, false, false)
             else
@@ -114,6 +133,7 @@ local function object_edits(list, st, cursor, rec, R)
     if rec[R_ADDED] > 0 then
         push(list, prev_end, prev_end, INSERT, depth, rec, kept)
     end
+    table_clear(written_at)
 end
 
 -- Appends to `list` the edits of the array at cursor in the document of

@@ -955,22 +955,33 @@ end
 
 -- The number of elements, or of distinct keys, of the proxy (code
 -- `code`) of state st: natively while nothing was written; once written,
--- kept by the change record (counted once for an object, by iterating).
+-- kept by the change record. An object's is counted once: the source's
+-- distinct keys, natively, plus the keys written that it lacks, less
+-- those deleted that it has (one triple each). (Iterating made a string
+-- of every key: see `object_edits` in lua/qjson/edits.lua for what that
+-- cost.)
 local function proxy_len(st, proxy, code)
     local rec = record_of(st, proxy, code)
-    if code < 0 then
-        if rec then return rec[R_N] end
-    elseif rec then
-        local n = rec[R_N]
-        if n then return n end
-        n = 0
-        for _ in object_iter(st, proxy, code) do n = n + 1 end
-        rec[R_N] = n
-        return n
+    if code < 0 and rec then
+        return rec[R_N]
     end
+    local n = rec and rec[R_N]
+    if n then return n end
     local address = st[PTR]
     if not address then error(FREED, 3) end
-    local n = source_len(ffi_cast(DOC_PTR, address), cursor_of(code))
+    n = source_len(ffi_cast(DOC_PTR, address), cursor_of(code))
+    if rec then
+        for p = FIELDS + 1, #rec, 3 do
+            local in_source = rec[p] ~= false
+            local present = not rawequal(object_value(rec, rec[p + 2]), DELETED)
+            if present and not in_source then
+                n = n + 1
+            elseif in_source and not present then
+                n = n - 1
+            end
+        end
+        rec[R_N] = n
+    end
     return n
 end
 

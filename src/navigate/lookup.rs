@@ -545,10 +545,39 @@ impl Lookup {
         last_wins: bool,
         out: &mut Vec<u32>,
     ) {
+        self.winners(src, index, obj, !every && last_wins, out);
+        if every || !last_wins {
+            return;
+        }
+        // Those that are their own winners.
+        let mut kept = 0;
+        for (i, key) in tree(src, index).keys(obj).enumerate() {
+            if out[i] == key {
+                out[kept] = key;
+                kept += 1;
+            }
+        }
+        out.truncate(kept);
+    }
+
+    /// Replaces `out` with, for each member of the object at `obj` in
+    /// document order, the key entry that reads see for its key: its own,
+    /// or under "last wins" (`last_wins`) that of the last member
+    /// repeating it. The encoder drops a repeated key's other copies when
+    /// the key is written, and finds them by their winner, with no string
+    /// of any key (see `object_edits` in lua/qjson/edits.lua).
+    pub fn winners(
+        &mut self,
+        src: &[u8],
+        index: &mut Index,
+        obj: u32,
+        last_wins: bool,
+        out: &mut Vec<u32>,
+    ) {
         out.clear();
         out.extend(tree(src, index).keys(obj));
         self.work += out.len() as u64;
-        if every || !last_wins || out.len() < 2 {
+        if !last_wins || out.len() < 2 {
             return;
         }
         // (`out` holds every member: its length is the object's count.)
@@ -558,23 +587,29 @@ impl Lookup {
             let b = buffers(&mut self.buffers);
             let slots = &b.words[table.slots];
             let (key_buf, work) = (&mut b.key, &mut self.work);
-            out.retain(|&key| {
-                let key_bytes = decoded(&tree, key, key_buf);
-                find(slots, table.placement, &tree, key_bytes, work) == Some(key)
-            });
+            for key in out.iter_mut() {
+                let key_bytes = decoded(&tree, *key, key_buf);
+                if let Some(winner) = find(slots, table.placement, &tree, key_bytes, work) {
+                    *key = winner;
+                }
+            }
         } else {
-            // Small: keep a key unless a later one repeats it.
+            // Small: a key's winner is the last later one repeating it.
             let mut keys = [0; PAIRWISE_MAX];
             keys[..out.len()].copy_from_slice(out);
             let all = &keys[..out.len()];
             let tree = tree(src, index);
             let slot = &mut self.buffers;
-            let mut i = 0;
-            out.retain(|&key| {
-                i += 1;
-                let key = decoded_key(&tree, key, slot);
-                !all[i..].iter().any(|&later| tree.key_is(later, key))
-            });
+            for (i, winner) in out.iter_mut().enumerate() {
+                let key = decoded_key(&tree, all[i], slot);
+                if let Some(&later) = all[i + 1..]
+                    .iter()
+                    .rev()
+                    .find(|&&later| tree.key_is(later, key))
+                {
+                    *winner = later;
+                }
+            }
         }
     }
 }

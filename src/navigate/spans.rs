@@ -8,15 +8,23 @@
 //! than the whole splice of a small object; a span list costs one.
 //!
 //! ```text
-//! {"a":1,"b":[2]}         key_start  value_start  value_end  cursor  live
-//!  ^   ^ ^   ^  ^     a:      1          5            6         4      1
-//!  1   5 7  11  14    b:      7         11           14         9      1
+//! {"a":1,"b":[2],"a":3}   key_start  value_start  value_end  cursor  live_start
+//!  ^   ^ ^   ^  ^   ^ ^
+//!  1   5 7  11  14 16 20
+//!                     a:      1          5            6         4      20
+//!                     b:      7         11           14         9      11
+//!                     a:     15         20           21        18      20
 //! ```
 //!
-//! `live` marks the member that reads see: all of them, except that under
-//! "last wins" only the last of a repeated key is live (the encoder drops
-//! the others when that key is written). Elements have no key and are all
-//! live.
+//! `live_start` is where the value that reads see for the member's key
+//! starts: its own `value_start`, except that under "last wins" every
+//! copy of a repeated key gets the last one's. The encoder drops the
+//! other copies when that key is written, and matches members with the
+//! keys written by where that value starts, a number, so that no member
+//! needs a Lua string of its key (LuaJIT interns every string it makes,
+//! and strings alike where its hash does not look share one chain:
+//! docs/reliability.md, "Strings LuaJIT interns"). Elements have no key;
+//! theirs is their own `value_start`.
 
 use super::{Tree, ValueType};
 use crate::values::string;
@@ -38,12 +46,10 @@ pub struct Span {
     pub value_end: u32,
     /// The value's cursor.
     pub cursor: u32,
-    /// 1 when reads see this member; bit [`IN_ARENA`] while building.
-    pub live: u32,
+    /// The `value_start` of the member reads see for this key (its own
+    /// when it is that member; elements: their own).
+    pub live_start: u32,
 }
-
-/// Marks a span whose `key` is still an offset into the arena.
-const IN_ARENA: u32 = 0x100;
 
 const _: () = assert!(size_of::<Span>() == 32);
 
@@ -59,24 +65,22 @@ fn value_span(tree: &Tree<'_>, at: u32) -> (u32, u32) {
 }
 
 /// Fills `out` with the members of the object at `obj` in document order,
-/// every one of them; `live` lists the key entries reads see, ascending.
-/// With `keys`, each key is decoded: pointing into the text, or into
-/// `arena` when it has escapes (both cleared first). Key pointers are
-/// valid while neither the text nor `arena` changes.
+/// every one of them; `winners` holds, for each, the key entry reads see
+/// for its key ([`crate::navigate::lookup::Lookup::winners`]). With
+/// `keys`, each key is decoded: pointing into the text, or into `arena`
+/// when it has escapes (both cleared first). Key pointers are valid while
+/// neither the text nor `arena` changes.
 pub fn object(
     tree: &Tree<'_>,
     obj: u32,
-    live: &[u32],
+    winners: &[u32],
     keys: bool,
     out: &mut Vec<Span>,
     arena: &mut Vec<u8>,
 ) {
     out.clear();
     arena.clear();
-    let mut live = live.iter().peekable();
-    let mut any_in_arena = false;
-    for key in tree.keys(obj) {
-        let is_live = live.next_if_eq(&&key).is_some();
+    for (key, &winner) in tree.keys(obj).zip(winners) {
         // key, closing quote, colon, value.
         let (start, end) = value_span(tree, key + 3);
         let mut span = Span {
@@ -86,19 +90,20 @@ pub fn object(
             value_start: start,
             value_end: end,
             cursor: key + 3,
-            live: u32::from(is_live),
+            live_start: if winner == key {
+                start
+            } else {
+                value_span(tree, winner + 3).0
+            },
         };
         if keys {
             let body = tree.string_body(key);
             if tree.has_escapes(key) {
+                // In `arena`, after the keys decoded before it; the
+                // pointer is made once `arena` has stopped growing.
                 let from = arena.len();
                 string::unescape_into(body, arena);
-                // The offset for now, made a pointer once `arena` has
-                // stopped growing (below).
-                span.key = core::ptr::without_provenance(from);
                 span.key_len = (arena.len() - from) as u32;
-                span.live |= IN_ARENA;
-                any_in_arena = true;
             } else {
                 span.key = body.as_ptr();
                 span.key_len = body.len() as u32;
@@ -106,13 +111,15 @@ pub fn object(
         }
         out.push(span);
     }
-    if any_in_arena {
-        let base = arena.as_ptr();
-        for span in out.iter_mut().filter(|s| s.live & IN_ARENA != 0) {
-            span.live &= !IN_ARENA;
-            // SAFETY: spans marked IN_ARENA hold an offset within `arena`
-            // (where their key was decoded), so the pointer stays in bounds.
-            span.key = unsafe { base.add(span.key.addr()) };
+    if !arena.is_empty() {
+        // The keys still NULL are the decoded ones, in `arena` in order.
+        let (base, mut from) = (arena.as_ptr(), 0);
+        for span in out.iter_mut().filter(|s| s.key.is_null()) {
+            // SAFETY: the keys decoded into `arena` lie end to end in
+            // member order, so `from` is where this one starts, and it
+            // ends within `arena`, which has not changed since.
+            span.key = unsafe { base.add(from) };
+            from += span.key_len as usize;
         }
     }
 }
@@ -133,7 +140,7 @@ pub fn array(tree: &Tree<'_>, array: u32, out: &mut Vec<Span>) {
             value_start: start,
             value_end: end,
             cursor: at,
-            live: 1,
+            live_start: start,
         });
         // element, then ','.
         at = tree.skip(at) + 1;
@@ -147,12 +154,14 @@ mod tests {
     use crate::testing::{Rng, random_json};
     use crate::validate::{DuplicateKeys, Options};
 
-    /// Each span as "key key_start start end live" (arrays: no key), and
-    /// the text of its value, checked against the cursor's raw text.
+    /// Each span as "key key_start value live_start" (arrays: no key),
+    /// the value's text checked against the cursor's raw text.
     fn render(json: &str, opts: &Options) -> Vec<String> {
         let mut doc = Document::parse(json.as_bytes(), opts).unwrap();
-        let (mut live, mut out, mut arena) = (Vec::new(), Vec::new(), Vec::new());
-        let spans = doc.spans(0, true, &mut live, &mut out, &mut arena).unwrap();
+        let (mut winners, mut out, mut arena) = (Vec::new(), Vec::new(), Vec::new());
+        let spans = doc
+            .spans(0, true, &mut winners, &mut out, &mut arena)
+            .unwrap();
         spans
             .iter()
             .map(|s| {
@@ -166,7 +175,7 @@ mod tests {
                     let bytes = unsafe { core::slice::from_raw_parts(s.key, s.key_len as usize) };
                     String::from_utf8_lossy(bytes).into_owned()
                 };
-                format!("{key} {} {value} {}", s.key_start, s.live)
+                format!("{key} {} {value} {}", s.key_start, s.live_start)
             })
             .collect()
     }
@@ -178,10 +187,10 @@ mod tests {
         assert_eq!(
             lines,
             [
-                "a 2 1 0",
-                r#"b! 12 [2, {}] 1"#,
-                r#"c 31 "x\n" 1"#,
-                "a 42 -2.5e1 1",
+                "a 2 1 46",
+                r#"b! 12 [2, {}] 22"#,
+                r#"c 31 "x\n" 35"#,
+                "a 42 -2.5e1 46",
             ]
         );
         let error = Options {
@@ -190,7 +199,7 @@ mod tests {
         };
         assert_eq!(
             render(r#"{"a":true,"b":null}"#, &error),
-            ["a 1 true 1", "b 10 null 1"]
+            ["a 1 true 5", "b 10 null 14"]
         );
     }
 
@@ -200,10 +209,10 @@ mod tests {
             render(r#"[1, "s" ,[[]],{"a":2}, false]"#, &Options::default()),
             [
                 "- 1 1 1",
-                r#"- 4 "s" 1"#,
-                "- 9 [[]] 1",
-                r#"- 14 {"a":2} 1"#,
-                "- 23 false 1"
+                r#"- 4 "s" 4"#,
+                "- 9 [[]] 9",
+                r#"- 14 {"a":2} 14"#,
+                "- 23 false 23"
             ]
         );
         assert!(render("[ ]", &Options::default()).is_empty());
@@ -212,20 +221,21 @@ mod tests {
     #[test]
     fn scalars_have_no_spans() {
         let mut doc = Document::parse(b"\"s\"", &Options::default()).unwrap();
-        let (mut live, mut out, mut arena) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut winners, mut out, mut arena) = (Vec::new(), Vec::new(), Vec::new());
         assert!(
-            doc.spans(0, true, &mut live, &mut out, &mut arena)
+            doc.spans(0, true, &mut winners, &mut out, &mut arena)
                 .is_none()
         );
     }
 
     /// Every container of generated documents: the spans are its members
-    /// (keys decoded, values' raw text) in order, the live ones those the
-    /// duplicate-key policy reads, and only the grammar between them.
+    /// (keys decoded, values' raw text) in order, each pointing at the
+    /// value of the member the duplicate-key policy reads for its key (its
+    /// own for those), and only the grammar between them.
     #[test]
     fn agree_with_the_members_on_generated_documents() {
         let mut rng = Rng::new(17);
-        let (mut live, mut out, mut arena, mut keys, mut text) =
+        let (mut winners, mut out, mut arena, mut keys, mut text) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..300 {
             let json = random_json(&mut rng, 4);
@@ -238,7 +248,7 @@ mod tests {
                 .collect();
             for c in containers {
                 let spans = doc
-                    .spans(c, true, &mut live, &mut out, &mut arena)
+                    .spans(c, true, &mut winners, &mut out, &mut arena)
                     .unwrap()
                     .to_vec();
                 let outer = doc.tree().raw(c);
@@ -250,11 +260,14 @@ mod tests {
                     for (s, &k) in spans.iter().zip(&all) {
                         assert_eq!(s.key_start, doc.index().positions[k as usize]);
                         assert_eq!(s.cursor, k + 3);
-                        assert_eq!(s.live, u32::from(read.contains(&k)));
+                        assert_eq!(s.live_start == s.value_start, read.contains(&k));
                         // SAFETY: keys point into `json` or `arena`, both
                         // alive and unchanged since `spans`.
                         let key = unsafe { core::slice::from_raw_parts(s.key, s.key_len as usize) };
                         assert_eq!(key, doc.string(k, &mut text));
+                        // The member read for this key starts there.
+                        let read_for_key = doc.member(c, key).unwrap();
+                        assert_eq!(s.live_start, doc.tree().raw(read_for_key).start as u32);
                         let between = &json[at..s.key_start as usize];
                         assert!(between.iter().all(|b| b" \t\r\n,".contains(b)));
                         at = s.value_end as usize;
