@@ -334,6 +334,21 @@ local PATTERNS = {
         t.x = 1
         assert(qjson.len(t) == n + 1)
     end },
+    { "qjson.sse over events of long alike retry:, id: and data: lines", function(n)
+        local lines = {}
+        for i = 1, n do
+            local v = alike_key(i)
+            lines[i] = "retry: " .. v .. "\nid: " .. v .. "\ndata: " .. v .. "\ndata: " .. v
+                       .. "\n\n"
+        end
+        return concat(lines)
+      end, 1500, function(s, n)
+        local stream, count = require("qjson.sse").new(), 0
+        for at = 1, #s, 4096 do
+            count = count + #stream:feed(s:sub(at, at + 4095))
+        end
+        assert(count == n)
+    end },
     { "long digit strings: parse and read", function(n)
         return '[' .. string.rep("1", n) .. ".5e-" .. n .. "]"
       end, 100000, function(s)

@@ -29,6 +29,9 @@ local parse_text = qjson._parse
 local parse_any = qjson._parse_any
 local decode_any = qjson._decode_any
 
+local ffi = require("ffi")
+local new_buffer = require("string.buffer").new
+
 local type = type
 local rawget = rawget
 local rawset = rawset
@@ -41,6 +44,8 @@ local byte = string.byte
 local find = string.find
 local sub = string.sub
 local concat = table.concat
+local ffi_cast = ffi.cast
+local char_ptr = ffi.typeof("const char *")
 
 local LF = byte("\n")
 local CR = byte("\r")
@@ -62,27 +67,58 @@ local function slice(src, at, len)
     return sub(src, at + 1, at + len)
 end
 
--- An event of one data line keeps where that line is (`_src`, the chunk
--- or line it was read from, and its bytes after `_at`, `_len` of them)
--- and makes `data` a string only when it is read: ev:parse() reads the
--- line where it is. Every string LuaJIT makes is interned, and the events
--- of a stream are alike: OpenResty's LuaJIT hashes a string of 128 bytes
--- or more from its first nine sixteenths and last 8 bytes only, where
--- the events of one stream differ least (id, model and the like come
--- first, the delta last), so a string per event would be compared with
--- every event of its length not yet collected (docs/reliability.md).
+-- An event keeps where its data lines, its id and its type are in the
+-- chunks or lines they were read from (slices: the string, and `len`
+-- bytes after `at`), and makes each a string only when it is read:
+-- `_src`, `_at`, `_len` for an event of one data line (ev:parse() reads
+-- the line where it is), `_parts` (slices one after another, flat) for
+-- one of more, `_id_*` and `_type_*`. Every string LuaJIT makes is
+-- interned, and the events of a stream are alike: OpenResty's LuaJIT
+-- hashes a string of 128 bytes or more from its first nine sixteenths
+-- and last 8 bytes only, where the events of one stream differ least
+-- (id, model and the like come first, the delta last), so a string per
+-- event would be compared with every event of its length not yet
+-- collected (docs/reliability.md): an ignored field, an id or a second
+-- data line made the stream's time grow as its square.
 local Event = {}
+
+-- The data lines of `parts` (see above) joined with "\n".
+local function join(parts)
+    local b = new_buffer()
+    for k = 1, #parts, 3 do
+        if k > 1 then
+            b:put("\n")
+        end
+        b:putcdata(ffi_cast(char_ptr, parts[k]) + parts[k + 1], parts[k + 2])
+    end
+    local text = b:tostring()
+    b:free()
+    return text
+end
+
 Event.__index = function(ev, key)
+    local value
     if key == "data" then
         local src = rawget(ev, "_src")
         if src then
-            local data = slice(src, rawget(ev, "_at"), rawget(ev, "_len"))
-            rawset(ev, "data", data)
-            return data
+            value = slice(src, rawget(ev, "_at"), rawget(ev, "_len"))
+        else
+            local parts = rawget(ev, "_parts")
+            if not parts then return nil end
+            value = join(parts)
         end
-        return nil
+    elseif key == "id" then
+        local src = rawget(ev, "_id_src")
+        if not src then return nil end
+        value = slice(src, rawget(ev, "_id_at"), rawget(ev, "_id_len"))
+    elseif key == "event" then
+        -- (Set raw to "message" when no event: line gave a type.)
+        value = slice(rawget(ev, "_type_src"), rawget(ev, "_type_at"), rawget(ev, "_type_len"))
+    else
+        return Event[key]
     end
-    return Event[key]
+    rawset(ev, key, value)
+    return value
 end
 
 -- Runs `fn(event)` once per event and keeps its result and error, so a
@@ -142,13 +178,12 @@ Stream.__index = Stream
 -- Forgets the event being read (after a blank line or an oversize one);
 -- the last event id stays, as the WHATWG rules say.
 local function reset_event(self)
-    local data = self.data
-    for i = 1, self.ndata do
-        data[i] = nil
+    local parts = self.parts
+    for i = 1, 3 * self.ndata do
+        parts[i] = nil
     end
     self.ndata = 0
-    self.first_src = nil
-    self.event_type = nil
+    self.type_src = nil
     self.size = 0
 end
 
@@ -156,54 +191,68 @@ end
 -- data line is dropped, as a browser does) and starts the next one.
 local function dispatch(self, out, unterminated)
     local n = self.ndata
-    local src = self.first_src
-    if n == 1 and src then
-        local at, len = self.first_at, self.first_len
-        out[#out + 1] = setmetatable({
+    if n == 0 then
+        return reset_event(self)
+    end
+    local parts = self.parts
+    local ev
+    if n == 1 then
+        local src, at, len = parts[1], parts[2], parts[3]
+        ev = {
             _src = src,
             _at = at,
             _len = len,
-            event = self.event_type or "message",
-            id = self.last_id,
             done = len == #DONE and slice(src, at, len) == DONE,
             unterminated = unterminated or nil,
-        }, Event)
-    elseif n > 0 then
-        local data = n == 1 and self.data[1] or concat(self.data, "\n", 1, n)
-        out[#out + 1] = setmetatable({
-            data = data,
-            event = self.event_type or "message",
-            id = self.last_id,
-            done = data == DONE,
-            unterminated = unterminated or nil,
-        }, Event)
+        }
+    else
+        -- (Lines joined by "\n" are never "[DONE]".)
+        local copy = {}
+        for i = 1, 3 * n do
+            copy[i] = parts[i]
+        end
+        ev = { _parts = copy, done = false, unterminated = unterminated or nil }
     end
+    local type_src = self.type_src
+    if type_src then
+        ev._type_src, ev._type_at, ev._type_len = type_src, self.type_at, self.type_len
+    else
+        ev.event = "message"
+    end
+    local id_src = self.id_src
+    if id_src then
+        ev._id_src, ev._id_at, ev._id_len = id_src, self.id_at, self.id_len
+    end
+    out[#out + 1] = setmetatable(ev, Event)
     reset_event(self)
 end
 
--- Adds a data line to the current event: `value`, or else s[from, to],
--- which the first line of an event stays (see Event) until a second
--- comes.
-local function add_data(self, value, s, from, to)
-    local n = self.ndata + 1
-    self.ndata = n
-    if n == 1 and not value then
-        self.first_src, self.first_at, self.first_len = s, from - 1, to - from + 1
-        return
+-- Adds s[from, to] as a data line of the current event.
+local function add_data(self, s, from, to)
+    local n = self.ndata
+    self.ndata = n + 1
+    local parts = self.parts
+    parts[3 * n + 1], parts[3 * n + 2], parts[3 * n + 3] = s, from - 1, to - from + 1
+end
+
+-- Whether s[i, i + len) is `name`, compared in place (a find would
+-- search on past it).
+local function field_is(s, i, len, name)
+    if len ~= #name then
+        return false
     end
-    local first = self.first_src
-    if first then
-        self.data[1] = slice(first, self.first_at, self.first_len)
-        self.first_src = nil
+    for k = 1, len do
+        if byte(s, i + k - 1) ~= byte(name, k) then
+            return false
+        end
     end
-    self.data[n] = value or sub(s, from, to)
+    return true
 end
 
 -- One complete line, s[i, j] (terminator excluded), outside an oversize
--- event. An event's first data line becomes no string here (see Event),
--- and of other lines only the field's value does: every string LuaJIT
--- makes is interned, and the lines of one stream are so alike (same
--- length, same prefix and suffix) that they share a hash bucket.
+-- event. No string is made of it here (see Event): fields are told apart
+-- in place, and the values of data, event and id lines kept where they
+-- are.
 local function take_line(self, s, i, j, out)
     if i > j then
         return dispatch(self, out)
@@ -212,15 +261,14 @@ local function take_line(self, s, i, j, out)
     if b1 == COLON then
         return
     end
-    -- The usual line, "data: ...", read without a search or a new string
-    -- for its field name (plain finds and byte compares compile; patterns
-    -- do not).
+    -- The usual line, "data: ...", read without a search (plain finds
+    -- and byte compares compile; patterns do not).
     if b1 == D and b2 == A and b3 == T and b4 == A and b5 == COLON and i + 4 <= j then
         local from = i + 5
         if b6 == SPACE and from <= j then
             from = from + 1
         end
-        return add_data(self, nil, s, from, j)
+        return add_data(self, s, from, j)
     end
     -- The field name ends at the first colon, or else at the line's end:
     -- looked for in the line only (a search of the rest of the chunk
@@ -230,26 +278,30 @@ local function take_line(self, s, i, j, out)
     while colon <= j and byte(s, colon) ~= COLON do
         colon = colon + 1
     end
-    local field, value
-    if colon <= j then
-        field = sub(s, i, colon - 1)
-        local from = colon + 1
-        if byte(s, from) == SPACE and from <= j then
-            from = from + 1
-        end
-        value = sub(s, from, j)
-    else
-        field, value = sub(s, i, j), ""
+    local name_len = colon - i
+    local from = colon + 1
+    if colon <= j and byte(s, from) == SPACE and from <= j then
+        from = from + 1
     end
-    if field == "data" then
-        add_data(self, value)
-    elseif field == "event" then
+    if from > j + 1 then
+        -- No colon: the value is empty.
+        from = j + 1
+    end
+    if field_is(s, i, name_len, "data") then
+        add_data(self, s, from, j)
+    elseif field_is(s, i, name_len, "event") then
         -- An empty type is none: the event's is then "message".
-        self.event_type = value ~= "" and value or nil
-    elseif field == "id" then
-        if not find(value, "\0", 1, true) then
-            self.last_id = value
+        if from <= j then
+            self.type_src, self.type_at, self.type_len = s, from - 1, j - from + 1
+        else
+            self.type_src = nil
         end
+    elseif field_is(s, i, name_len, "id") then
+        -- An id with a NUL is ignored (looked for in the value only).
+        for k = from, j do
+            if byte(s, k) == 0 then return end
+        end
+        self.id_src, self.id_at, self.id_len = s, from - 1, j - from + 1
     end
 end
 
@@ -462,14 +514,15 @@ function _M.new(opts)
         pieces = {},        -- the current line so far, one piece per chunk
         npieces = 0,
         line_len = 0,       -- bytes of the current line so far
-        data = {},          -- the current event's data lines
-        ndata = 0,
-        first_src = nil,    -- its first data line, where it is (see add_data)
-        first_at = 0,
-        first_len = 0,
+        parts = {},         -- the current event's data lines, as slices
+        ndata = 0,          -- (see Event): the string, at, len for each
         size = 0,           -- bytes of the current event so far
-        event_type = nil,
-        last_id = nil,
+        type_src = nil,     -- its type, as a slice, when an event: line
+        type_at = 0,        -- gave one
+        type_len = 0,
+        id_src = nil,       -- the last event id, as a slice
+        id_at = 0,
+        id_len = 0,
         after_cr = false,   -- the last chunk ended with CR
         skipping = false,   -- inside an oversize event
         bom_seen = 0,       -- bytes of a leading BOM read so far, false
