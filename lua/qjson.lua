@@ -237,7 +237,7 @@ end
 -- the caller keeps alive as long as it uses the handle; or nil, the
 -- message and its level.
 local function parse_native(text, opts, fname, R, small, cfg, from, len)
-    if type(text) ~= "string" then
+    if not from and type(text) ~= "string" then
         return nil, "bad argument #1 to '" .. fname .. "' (string expected, got "
                     .. type(text) .. ")", MISUSE
     end
@@ -247,7 +247,11 @@ local function parse_native(text, opts, fname, R, small, cfg, from, len)
     end
     local at = text
     if from then
-        at = ffi_cast(CHAR_PTR, text) + from
+        -- (qjson.sse: past the first `from` bytes of the string `text`,
+        -- or at the pointer `from` into the string.buffer `text`, which
+        -- holds a line that came split over chunks and is written no
+        -- more.)
+        at = type(from) == "number" and ffi_cast(CHAR_PTR, text) + from or from
     else
         len = #text
     end
@@ -286,8 +290,9 @@ end
 
 -- Parses `text` for `fname` under config `cfg`, or only its `len` bytes
 -- after the first `from` when given (qjson.sse: an event's data inside
--- the chunk it came in, with no string of its own; the document keeps
--- `text` alive); returns the document, or nil, the message and its level.
+-- the chunk it came in, with no string of its own, or inside the buffer
+-- `text` at the pointer `from`; the document keeps `text` alive);
+-- returns the document, or nil, the message and its level.
 local function parse(cfg, text, opts, safe, fname, from, len)
     local R = enter()
     local ptr, detail, block_or_level = parse_native(text, opts, fname or "parse", R, true,

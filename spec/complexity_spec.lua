@@ -349,6 +349,27 @@ local PATTERNS = {
         end
         assert(count == n)
     end },
+    { "qjson.sse over long alike events, each cut in two, parsed and kept", function(n)
+        local lines = {}
+        for i = 1, n do
+            lines[i] = 'data: {"k":"' .. alike_key(i) .. '","n":1}\n\n'
+        end
+        return concat(lines)
+      end, 1500, function(s, n)
+        -- (The events kept, as a filter that rewrites the response at its
+        -- end keeps them.)
+        local stream, count, kept = require("qjson.sse").new(), 0, {}
+        local event_len = #s / n
+        for at = 1, #s, event_len do
+            for _, half in ipairs({ s:sub(at, at + 199), s:sub(at + 200, at + event_len - 1) }) do
+                for _, ev in ipairs(stream:feed(half)) do
+                    count = count + assert(ev:parse()):get_f64("n")
+                    kept[#kept + 1] = ev
+                end
+            end
+        end
+        assert(count == n and #kept == n)
+    end },
     { "long digit strings: parse and read", function(n)
         return '[' .. string.rep("1", n) .. ".5e-" .. n .. "]"
       end, 100000, function(s)

@@ -282,7 +282,7 @@ describe("qjson.sse", function()
         assert.equal(1, #events)
         assert.truthy(events[1].err)
         assert.same({}, stream:feed(big))
-        assert.equal(0, stream.npieces)
+        assert.is_false(stream.line)
         assert.equal(0, #stream:finish())
     end)
 

@@ -19,7 +19,7 @@
 -- Nothing here raises on data: an event whose JSON is invalid, and an
 -- event larger than max_event_size, are reported through that event and
 -- the stream goes on. Each chunk is scanned once; a line split over many
--- chunks is kept as pieces and joined once, so the work for a stream is
+-- chunks is gathered in a buffer of its own, so the work for a stream is
 -- linear in its size however it is chunked.
 
 -- Events are read under the options of the module (require("qjson")),
@@ -43,8 +43,8 @@ local setmetatable = setmetatable
 local byte = string.byte
 local find = string.find
 local sub = string.sub
-local concat = table.concat
 local ffi_cast = ffi.cast
+local ffi_string = ffi.string
 local char_ptr = ffi.typeof("const char *")
 
 local LF = byte("\n")
@@ -62,9 +62,22 @@ local _M = {
     DEFAULT_MAX_EVENT_SIZE = DEFAULT_MAX_EVENT_SIZE,
 }
 
--- The `len` bytes of string `src` after its first `at`.
+-- Where the bytes of `src` start: a chunk or a line (a Lua string), or
+-- a string.buffer holding a line that came split over chunks (see
+-- `end_line`), written no more once a slice of it is kept.
+local function base_of(src)
+    if type(src) == "string" then
+        return ffi_cast(char_ptr, src)
+    end
+    return (src:ref())
+end
+
+-- The `len` bytes of `src` after its first `at`, as a string.
 local function slice(src, at, len)
-    return sub(src, at + 1, at + len)
+    if type(src) == "string" then
+        return sub(src, at + 1, at + len)
+    end
+    return ffi_string(src:ref() + at, len)
 end
 
 -- An event keeps where its data lines, its id and its type are in the
@@ -89,7 +102,7 @@ local function join(parts)
         if k > 1 then
             b:put("\n")
         end
-        b:putcdata(ffi_cast(char_ptr, parts[k]) + parts[k + 1], parts[k + 2])
+        b:putcdata(base_of(parts[k]) + parts[k + 1], parts[k + 2])
     end
     local text = b:tostring()
     b:free()
@@ -153,8 +166,11 @@ end
 local function parse_data(ev)
     local src = rawget(ev, "_src")
     if src then
-        local doc, err = parse_text(src, nil, true, "parse", rawget(ev, "_at"),
-                                    rawget(ev, "_len"))
+        local at = rawget(ev, "_at")
+        if type(src) ~= "string" then
+            at = base_of(src) + at
+        end
+        local doc, err = parse_text(src, nil, true, "parse", at, rawget(ev, "_len"))
         return doc, err
     end
     local doc, err = parse_any(ev.data, nil, nil, true)
@@ -235,37 +251,37 @@ local function add_data(self, s, from, to)
     parts[3 * n + 1], parts[3 * n + 2], parts[3 * n + 3] = s, from - 1, to - from + 1
 end
 
--- Whether s[i, i + len) is `name`, compared in place (a find would
--- search on past it).
-local function field_is(s, i, len, name)
+-- Whether the `len` bytes at p[i - 1] are `name`.
+local function field_is(p, i, len, name)
     if len ~= #name then
         return false
     end
     for k = 1, len do
-        if byte(s, i + k - 1) ~= byte(name, k) then
+        if p[i + k - 2] ~= byte(name, k) then
             return false
         end
     end
     return true
 end
 
--- One complete line, s[i, j] (terminator excluded), outside an oversize
--- event. No string is made of it here (see Event): fields are told apart
--- in place, and the values of data, event and id lines kept where they
--- are.
-local function take_line(self, s, i, j, out)
+-- One complete line, bytes i to j (1-based, terminator excluded) of `s`
+-- (a string or a buffer, see `base_of`), whose bytes start at p, outside
+-- an oversize event. No string is made of it here (see Event): fields
+-- are told apart in place, and the values of data, event and id lines
+-- kept where they are.
+local function take_line(self, s, p, i, j, out)
     if i > j then
         return dispatch(self, out)
     end
-    local b1, b2, b3, b4, b5, b6 = byte(s, i, i + 5)
+    local b1 = p[i - 1]
     if b1 == COLON then
         return
     end
-    -- The usual line, "data: ...", read without a search (plain finds
-    -- and byte compares compile; patterns do not).
-    if b1 == D and b2 == A and b3 == T and b4 == A and b5 == COLON and i + 4 <= j then
+    -- The usual line, "data: ...", read without a search.
+    if j - i >= 4 and b1 == D and p[i] == A and p[i + 1] == T and p[i + 2] == A
+       and p[i + 3] == COLON then
         local from = i + 5
-        if b6 == SPACE and from <= j then
+        if from <= j and p[from - 1] == SPACE then
             from = from + 1
         end
         return add_data(self, s, from, j)
@@ -275,31 +291,30 @@ local function take_line(self, s, i, j, out)
     -- passed every line after it, quadratic in a chunk of lines without
     -- one).
     local colon = i
-    while colon <= j and byte(s, colon) ~= COLON do
+    while colon <= j and p[colon - 1] ~= COLON do
         colon = colon + 1
     end
     local name_len = colon - i
+    -- The value: after the colon and one space, or empty without a colon.
     local from = colon + 1
-    if colon <= j and byte(s, from) == SPACE and from <= j then
+    if from <= j and p[from - 1] == SPACE then
         from = from + 1
-    end
-    if from > j + 1 then
-        -- No colon: the value is empty.
+    elseif from > j + 1 then
         from = j + 1
     end
-    if field_is(s, i, name_len, "data") then
+    if field_is(p, i, name_len, "data") then
         add_data(self, s, from, j)
-    elseif field_is(s, i, name_len, "event") then
+    elseif field_is(p, i, name_len, "event") then
         -- An empty type is none: the event's is then "message".
         if from <= j then
             self.type_src, self.type_at, self.type_len = s, from - 1, j - from + 1
         else
             self.type_src = nil
         end
-    elseif field_is(s, i, name_len, "id") then
+    elseif field_is(p, i, name_len, "id") then
         -- An id with a NUL is ignored (looked for in the value only).
         for k = from, j do
-            if byte(s, k) == 0 then return end
+            if p[k - 1] == 0 then return end
         end
         self.id_src, self.id_at, self.id_len = s, from - 1, j - from + 1
     end
@@ -321,19 +336,20 @@ local function grow(self, len, out)
         err = "qjson.sse: event larger than max_event_size (" .. self.max_event_size
               .. " bytes)",
     }, Event)
-    local pieces = self.pieces
-    for i = 1, self.npieces do
-        pieces[i] = nil
-    end
-    self.npieces = 0
+    self.line = false
     reset_event(self)
     self.skipping = true
     return true
 end
 
--- The line that ends at a terminator: chunk[from, to] completes what the
--- earlier chunks left in `pieces`.
-local function end_line(self, chunk, from, to, out)
+-- The line that ends at a terminator: chunk[from, to] (its bytes from
+-- p, the chunk's start) completes what the earlier chunks left in the
+-- line buffer, if any. A line that came split over chunks is read in
+-- its buffer, which goes with what keeps a slice of it (a data, event
+-- or id line): the next split line gets a buffer of its own. (Joined as
+-- a string, every split line was interned, and the lines of a stream are
+-- alike: see Event.)
+local function end_line(self, chunk, p, from, to, out)
     local len = to - from + 1
     if grow(self, len, out) then
         -- A blank line ends the oversize event.
@@ -342,18 +358,14 @@ local function end_line(self, chunk, from, to, out)
             reset_event(self)
         end
     else
-        local n = self.npieces
-        if n == 0 then
-            take_line(self, chunk, from, to, out)
+        local line = self.line
+        if not line then
+            take_line(self, chunk, p, from, to, out)
         else
-            local pieces = self.pieces
-            pieces[n + 1] = sub(chunk, from, to)
-            local line = concat(pieces, "", 1, n + 1)
-            for i = 1, n + 1 do
-                pieces[i] = nil
-            end
-            self.npieces = 0
-            take_line(self, line, 1, #line, out)
+            line:putcdata(p + from - 1, len)
+            self.line = false
+            local at, n = line:ref()
+            take_line(self, line, at, 1, n, out)
         end
     end
     self.line_len = 0
@@ -362,9 +374,12 @@ end
 -- Keeps chunk[from, to], the start of a line that has no terminator yet.
 local function keep(self, chunk, from, to, out)
     if not grow(self, to - from + 1, out) then
-        local n = self.npieces + 1
-        self.npieces = n
-        self.pieces[n] = sub(chunk, from, to)
+        local line = self.line
+        if not line then
+            line = new_buffer()
+            self.line = line
+        end
+        line:putcdata(base_of(chunk) + from - 1, to - from + 1)
     end
 end
 
@@ -423,6 +438,7 @@ local function scan(self, chunk, out)
     -- passed: a line costs one plain find for the ending the stream uses,
     -- none for the other. (A find for the LF at every line went to the
     -- chunk's end in a stream of CR-ended lines: quadratic in the chunk.)
+    local p = ffi_cast(char_ptr, chunk)
     local cr = find(chunk, "\r", pos, true) or n + 1
     local lf = find(chunk, "\n", pos, true) or n + 1
     while pos <= n do
@@ -437,7 +453,7 @@ local function scan(self, chunk, out)
             keep(self, chunk, pos, n, out)
             return
         end
-        end_line(self, chunk, pos, e - 1, out)
+        end_line(self, chunk, p, pos, e - 1, out)
         if byte(chunk, e) == CR then
             if e == n then
                 self.after_cr = true
@@ -476,10 +492,11 @@ function Stream:finish(chunk)
         keep(self, BOM, 1, seen, out)
     end
     if not self.skipping then
-        local n = self.npieces
-        if n > 0 then
-            local line = concat(self.pieces, "", 1, n)
-            take_line(self, line, 1, #line, out)
+        local line = self.line
+        if line then
+            self.line = false
+            local at, n = line:ref()
+            take_line(self, line, at, 1, n, out)
         end
         dispatch(self, out, true)
     end
@@ -511,8 +528,8 @@ function _M.new(opts)
     end
     return setmetatable({
         max_event_size = max,
-        pieces = {},        -- the current line so far, one piece per chunk
-        npieces = 0,
+        line = false,       -- the current line so far, when it came split
+                            -- over chunks: a string.buffer (see end_line)
         line_len = 0,       -- bytes of the current line so far
         parts = {},         -- the current event's data lines, as slices
         ndata = 0,          -- (see Event): the string, at, len for each
