@@ -125,8 +125,11 @@ Event.__index = function(ev, key)
         if not src then return nil end
         value = slice(src, rawget(ev, "_id_at"), rawget(ev, "_id_len"))
     elseif key == "event" then
-        -- (Set raw to "message" when no event: line gave a type.)
-        value = slice(rawget(ev, "_type_src"), rawget(ev, "_type_at"), rawget(ev, "_type_len"))
+        -- (Set raw to "message" when no event: line gave a type; an
+        -- oversize event has none.)
+        local src = rawget(ev, "_type_src")
+        if not src then return nil end
+        value = slice(src, rawget(ev, "_type_at"), rawget(ev, "_type_len"))
     else
         return Event[key]
     end
