@@ -13,7 +13,9 @@ use core::arch::x86::*;
 use core::arch::x86_64::*;
 
 use super::classify::{OP_TABLE, SHORT_ESCAPE_TABLE, WHITESPACE_TABLE};
-use super::generic::{Masks, Pass, Simd, Utf8Check, write_offsets_one_by_one};
+use super::generic::{
+    Masks, Pass, Simd, Utf8Check, write_offsets_one_by_one, write_offsets_one_by_one_counted,
+};
 use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
 
 /// Proof that the CPU supports AVX2, PCLMULQDQ, POPCNT and BMI1.
@@ -39,6 +41,42 @@ pub(crate) fn run<P: Pass>(token: Avx2, pass: P) -> P::Output {
 unsafe fn run_avx2<P: Pass>(token: Avx2, pass: P) -> P::Output {
     // SAFETY: the enabled features are those `Avx2` stands for.
     unsafe { pass.run(token) }
+}
+
+/// 32 copies of `b`, hidden from the compiler behind an empty `asm!`.
+///
+/// A byte constant the compiler sees it rebuilds where it is used, with
+/// `vpbroadcastb` from a one-byte constant, and on Intel's cores that is
+/// a load and a shuffle on port 5, the shuffle port: the loop did so for
+/// the quote and control constants at every block and for four more in
+/// the UTF-8 check. Hidden, the vector is a value like any other, kept in
+/// a register or reloaded (one load, `vbroadcastss`). On the Intel Xeon
+/// (family 6, model 207), AVX2 stage 1 `s1/sj` on twitter.json 0.83 ->
+/// 0.86, citm_catalog and canada unchanged (docs/benchmarks.md, "AVX2
+/// stage 1 and port 1").
+#[inline(always)]
+fn splat(b: i8) -> __m256i {
+    // SAFETY: only compiled into the AVX2 kernel, whose CPU has AVX2.
+    unsafe { splat_avx(b) }
+}
+
+/// [`splat`], compiled with AVX, which the `ymm_reg` operand needs.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn splat_avx(b: i8) -> __m256i {
+    let mut v = _mm256_set1_epi8(b);
+    // SAFETY: an empty asm statement: it reads and writes only `v`.
+    unsafe {
+        core::arch::asm!(
+            "/* {0} */",
+            inout(ymm_reg) v,
+            options(pure, nomem, nostack, preserves_flags)
+        );
+    }
+    v
 }
 
 /// Builds a 256-bit vector that repeats a 16-byte table in both lanes
@@ -139,14 +177,14 @@ fn classify(v: __m256i) -> (__m256i, __m256i, __m256i, __m256i, __m256i) {
     // SAFETY: AVX2 intrinsics; only compiled into the AVX2 kernel.
     unsafe {
         (
-            _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8)),
-            _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8)),
+            _mm256_cmpeq_epi8(v, splat(b'"' as i8)),
+            _mm256_cmpeq_epi8(v, splat(b'\\' as i8)),
             _mm256_cmpeq_epi8(
                 _mm256_shuffle_epi8(table(&OP_TABLE), v),
-                _mm256_or_si256(v, _mm256_set1_epi8(0x20)),
+                _mm256_or_si256(v, splat(0x20)),
             ),
             _mm256_cmpeq_epi8(_mm256_shuffle_epi8(table(&WHITESPACE_TABLE), v), v),
-            _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v),
+            _mm256_cmpeq_epi8(_mm256_min_epu8(v, splat(0x1f)), v),
         )
     }
 }
@@ -205,7 +243,7 @@ fn is_plain_ascii<const N: usize>(vs: &[__m256i; N]) -> bool {
                 min[i] = _mm256_min_epi8(min[i], min[i + n]);
             }
         }
-        let any = _mm256_or_si256(hits[0], _mm256_cmpgt_epi8(_mm256_set1_epi8(0x20), min[0]));
+        let any = _mm256_or_si256(hits[0], _mm256_cmpgt_epi8(splat(0x20), min[0]));
         _mm256_testz_si256(any, any) == 1
     }
 }
@@ -217,7 +255,7 @@ fn string_breaks(v: __m256i) -> __m256i {
     unsafe {
         _mm256_or_si256(
             quote_or_backslash(table(&QUOTE_OR_BACKSLASH), v),
-            _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v),
+            _mm256_cmpeq_epi8(_mm256_min_epu8(v, splat(0x1f)), v),
         )
     }
 }
@@ -243,9 +281,17 @@ impl Simd for Avx2 {
         let (q0, b0, o0, w0, c0) = classify(b.lo);
         let (q1, b1, o1, w1, c1) = classify(b.hi);
         let control = mask64(c0, c1);
+        // Most blocks have no backslash: one `vpmovmskb` of the two
+        // halves ORed tells them, where making the mask takes two and
+        // their join (`vpmovmskb` runs on port 0 alone, and a block
+        // takes eleven). On the Intel Xeon (family 6, model 207),
+        // citm_catalog `s1/sj` 0.87-0.90 -> 0.90-0.91, canada 0.96-1.00
+        // -> 1.00-1.02 (docs/benchmarks.md, "AVX2 stage 1 and port 1").
+        // SAFETY: AVX2 intrinsics; an `Avx2` token exists.
+        let any_backslash = unsafe { _mm256_movemask_epi8(_mm256_or_si256(b0, b1)) != 0 };
         Masks {
             quote: mask64(q0, q1),
-            backslash: mask64(b0, b1),
+            backslash: if any_backslash { mask64(b0, b1) } else { 0 },
             op: mask64(o0, o1) & !control,
             whitespace: mask64(w0, w1),
             control,
@@ -325,6 +371,32 @@ impl Simd for Avx2 {
         }
     }
 
+    /// On the Intel Xeon (family 6, model 207) the writer after the run is
+    /// bound by port 1, the only one that runs TZCNT and POPCNT: a block
+    /// of up to 8 offsets takes eight TZCNT and a POPCNT there. With the
+    /// POPCNT done in the classifying loop, whose vector work can go to
+    /// ports 0 and 5, `s1/sj` on citm_catalog went from 0.85 to 0.86-0.88
+    /// (docs/benchmarks.md, "AVX2 stage 1 and port 1").
+    const KEEPS_COUNTS: bool = true;
+
+    #[inline(always)]
+    unsafe fn write_offsets_counted(
+        self,
+        out: *mut u32,
+        base: u32,
+        bits: u64,
+        count: u32,
+    ) -> *mut u32 {
+        // SAFETY: forwarded from the caller; an `Avx2` token exists.
+        unsafe {
+            if count <= 8 {
+                write_offsets_one_by_one_counted(out, base, bits, count)
+            } else {
+                write_offsets_by_bytes(out, base, bits)
+            }
+        }
+    }
+
     #[inline(always)]
     fn utf8(self) -> Utf8 {
         // SAFETY: AVX2 intrinsics; an `Avx2` token exists.
@@ -373,7 +445,7 @@ impl Utf8 {
             let prev2 = _mm256_alignr_epi8(input, joined, 14);
             let prev3 = _mm256_alignr_epi8(input, joined, 13);
 
-            let low_nibble = _mm256_set1_epi8(0x0f);
+            let low_nibble = splat(0x0f);
             let special = _mm256_and_si256(
                 _mm256_and_si256(
                     _mm256_shuffle_epi8(table(&PREV_HIGH), high_nibbles(prev1)),
@@ -382,14 +454,14 @@ impl Utf8 {
                 _mm256_shuffle_epi8(table(&CURRENT_HIGH), high_nibbles(input)),
             );
             let must_continue = _mm256_or_si256(
-                _mm256_subs_epu8(prev2, _mm256_set1_epi8((0xe0u8 - 1) as i8)),
-                _mm256_subs_epu8(prev3, _mm256_set1_epi8((0xf0u8 - 1) as i8)),
+                _mm256_subs_epu8(prev2, splat((0xe0u8 - 1) as i8)),
+                _mm256_subs_epu8(prev3, splat((0xf0u8 - 1) as i8)),
             );
             // The saturated differences are at most 0x3F, so a signed
             // compare with zero is exact.
             let must_continue_80 = _mm256_and_si256(
                 _mm256_cmpgt_epi8(must_continue, _mm256_setzero_si256()),
-                _mm256_set1_epi8(0x80u8 as i8),
+                splat(0x80u8 as i8),
             );
             self.error = _mm256_or_si256(self.error, _mm256_xor_si256(special, must_continue_80));
         }
@@ -400,7 +472,7 @@ impl Utf8 {
 #[inline(always)]
 fn high_nibbles(v: __m256i) -> __m256i {
     // SAFETY: AVX2 intrinsics; only compiled into the AVX2 kernel.
-    unsafe { _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f)) }
+    unsafe { _mm256_and_si256(_mm256_srli_epi16(v, 4), splat(0x0f)) }
 }
 
 impl Utf8Check<Block> for Utf8 {

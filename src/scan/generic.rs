@@ -182,6 +182,33 @@ pub(crate) trait Simd: Copy {
         // SAFETY: forwarded from the caller.
         unsafe { write_offsets_one_by_one(out, base, bits) }
     }
+
+    /// Whether a run written after it ([`Keep`]) counts each block's
+    /// structurals as it classifies the block, and keeps the count beside
+    /// the mask for [`Simd::write_offsets_counted`], so that the writer
+    /// after the run does not count them: for a kernel whose writer is
+    /// bound by the one port that counts bits (AVX2 on Intel's cores, see
+    /// `avx2.rs`).
+    const KEEPS_COUNTS: bool = false;
+
+    /// [`Simd::write_offsets`] of a mask whose count of set bits,
+    /// `count`, is known: called instead of it where the kernel keeps
+    /// counts ([`Simd::KEEPS_COUNTS`]).
+    ///
+    /// # Safety
+    /// As for [`Simd::write_offsets`]; `count` is `bits.count_ones()`.
+    #[inline(always)]
+    unsafe fn write_offsets_counted(
+        self,
+        out: *mut u32,
+        base: u32,
+        bits: u64,
+        count: u32,
+    ) -> *mut u32 {
+        let _ = count;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.write_offsets(out, base, bits) }
+    }
 }
 
 /// The default [`Simd::write_offsets`]: 8 slots written unconditionally,
@@ -192,8 +219,24 @@ pub(crate) trait Simd: Copy {
 /// # Safety
 /// As for [`Simd::write_offsets`].
 #[inline(always)]
-pub(crate) unsafe fn write_offsets_one_by_one(out: *mut u32, base: u32, mut bits: u64) -> *mut u32 {
-    let count = bits.count_ones() as usize;
+pub(crate) unsafe fn write_offsets_one_by_one(out: *mut u32, base: u32, bits: u64) -> *mut u32 {
+    // SAFETY: forwarded from the caller.
+    unsafe { write_offsets_one_by_one_counted(out, base, bits, bits.count_ones()) }
+}
+
+/// [`write_offsets_one_by_one`] of a mask whose count of set bits,
+/// `count`, is known.
+///
+/// # Safety
+/// As for [`Simd::write_offsets`]; `count` is `bits.count_ones()`.
+#[inline(always)]
+pub(crate) unsafe fn write_offsets_one_by_one_counted(
+    out: *mut u32,
+    base: u32,
+    mut bits: u64,
+    count: u32,
+) -> *mut u32 {
+    let count = count as usize;
     let mut fill = |from: usize, to: usize| {
         for i in from..to {
             // Volatile only so that LLVM keeps these plain 4-byte stores:
@@ -234,24 +277,81 @@ pub(crate) unsafe fn write_offsets_one_by_one(out: *mut u32, base: u32, mut bits
 /// instructions on the corpus.)
 #[inline(always)]
 fn push_masks<S: Simd>(simd: S, out: &mut Vec<u32>, masks: &[(u32, u64)]) {
-    if out.capacity() - out.len() < 64 * masks.len() + S::WRITE_SLACK {
-        let total: usize = masks
-            .iter()
-            .map(|&(_, bits)| bits.count_ones() as usize)
-            .sum();
-        out.reserve(total + S::WRITE_SLACK);
+    let write = |cursor: *mut u32, &(base, bits): &(u32, u64)| {
+        // SAFETY: `push` passes a cursor with room for the mask's offsets
+        // and the slack.
+        unsafe { simd.write_offsets(cursor, base, bits) }
+    };
+    // SAFETY: `write_offsets` writes as `push` requires.
+    unsafe {
+        push(
+            out,
+            masks,
+            S::WRITE_SLACK,
+            |&(_, bits)| bits.count_ones(),
+            write,
+        )
+    }
+}
+
+/// [`push_masks`] for the masks a [`Keep`] sink kept, with their counts
+/// where the kernel keeps them ([`Simd::KEEPS_COUNTS`]).
+#[inline(always)]
+fn push_kept<S: Simd>(simd: S, out: &mut Vec<u32>, kept: &[Kept]) {
+    let count = |k: &Kept| {
+        if S::KEEPS_COUNTS {
+            k.count
+        } else {
+            k.bits.count_ones()
+        }
+    };
+    let write = |cursor: *mut u32, k: &Kept| {
+        // SAFETY: `push` passes a cursor with room for the mask's offsets
+        // and the slack; a kept count is its mask's (`Keep`).
+        unsafe {
+            if S::KEEPS_COUNTS {
+                simd.write_offsets_counted(cursor, k.base, k.bits, k.count)
+            } else {
+                simd.write_offsets(cursor, k.base, k.bits)
+            }
+        }
+    };
+    // SAFETY: the writers write as `push` requires.
+    unsafe { push(out, kept, S::WRITE_SLACK, count, write) }
+}
+
+/// The body of [`push_masks`] and [`push_kept`]: `count` gives a mask's
+/// count of set bits, `write` writes its offsets at a cursor as
+/// [`Simd::write_offsets`] does and returns the slot past them.
+///
+/// # Safety
+/// `count(m)` is the number of offsets `write(cursor, m)` writes, and
+/// `write` writes them and at most `slack` slots more from `cursor` on,
+/// initialising the first `count(m)`, and returns `cursor + count(m)`.
+#[inline(always)]
+unsafe fn push<M>(
+    out: &mut Vec<u32>,
+    masks: &[M],
+    slack: usize,
+    count: impl Fn(&M) -> u32,
+    write: impl Fn(*mut u32, &M) -> *mut u32,
+) {
+    if out.capacity() - out.len() < 64 * masks.len() + slack {
+        let total: usize = masks.iter().map(|m| count(m) as usize).sum();
+        out.reserve(total + slack);
     }
     let start = out.len();
     let dst = out.spare_capacity_mut().as_mut_ptr().cast::<u32>();
     let mut cursor = dst;
-    for &(base, bits) in masks {
-        // SAFETY: before each mask the cursor is past the offsets of the
-        // masks before it, so this mask's offsets and the slack after
-        // them lie within the spare capacity: 64 per mask plus the
-        // slack, or all the masks' offsets plus the slack (above).
-        cursor = unsafe { simd.write_offsets(cursor, base, bits) };
+    for m in masks {
+        // Before each mask the cursor is past the offsets of the masks
+        // before it, so this mask's offsets and the slack after them lie
+        // within the spare capacity: 64 per mask plus the slack, or all
+        // the masks' offsets plus the slack (above), as `write` needs
+        // (the caller's contract).
+        cursor = write(cursor, m);
     }
-    // SAFETY: write_offsets initialised the slots from `dst` to `cursor`,
+    // SAFETY: the writes initialised the slots from `dst` to `cursor`,
     // within the capacity.
     unsafe { out.set_len(start + cursor.offset_from(dst) as usize) }
 }
@@ -562,7 +662,8 @@ unsafe fn string_run<S: Simd>(simd: S, input: &[u8]) -> (usize, bool) {
 /// ([`Simd::WRITES_AS_IT_SCANS`]):
 ///
 /// * **After the run** ([`Keep`], the default): the run's loop keeps each
-///   block's structural mask, then [`push_masks`] writes the offsets.
+///   block's structural mask (with its count, where the kernel keeps counts:
+///   [`Simd::KEEPS_COUNTS`]), then [`push_kept`] writes the offsets.
 ///   Split this way each loop keeps its state in registers, and the
 ///   offsets of one block are written while nothing waits on them; the
 ///   index grows by what the masks hold, no more. Writing each block's
@@ -605,7 +706,7 @@ unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> Result<()> 
     };
     // Left uninitialised: zeroing 2 KB cost a 100-byte text more than
     // classifying it (350 instructions of a scan's 790).
-    let mut found = [MaybeUninit::<(u32, u64)>::uninit(); RUN];
+    let mut found = [MaybeUninit::<Kept>::uninit(); RUN];
     let mut escapes = [MaybeUninit::<(u32, u64)>::uninit(); RUN];
     let control = |ControlAt(at)| control_error(input, at);
     while scanner.pos < len {
@@ -633,7 +734,7 @@ unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> Result<()> 
             let n_escapes =
                 unsafe { scanner.run(run_end, &mut sink, &mut escapes) }.map_err(control)?;
             // SAFETY: the run wrote the sink's first `len()` slots.
-            push_masks(simd, positions, unsafe { written(&found, sink.len()) });
+            push_kept(simd, positions, unsafe { written(&found, sink.len()) });
             n_escapes
         };
         if n_escapes != 0 {
@@ -727,18 +828,28 @@ impl<S: Simd> Sink<S> for WriteNow {
     }
 }
 
-/// A [`Sink`] that keeps each block's mask for [`push_masks`].
+/// A block's structurals as a [`Keep`] sink keeps them: the block's
+/// offset, its mask and, where the kernel keeps counts
+/// ([`Simd::KEEPS_COUNTS`]), the mask's count of set bits (else 0).
+#[derive(Clone, Copy)]
+struct Kept {
+    base: u32,
+    count: u32,
+    bits: u64,
+}
+
+/// A [`Sink`] that keeps each block's mask for [`push_kept`].
 struct Keep {
-    start: *mut (u32, u64),
-    end: *mut (u32, u64),
+    start: *mut Kept,
+    end: *mut Kept,
 }
 
 impl Keep {
     /// Keeps the masks in `slots`, one per block.
     #[inline(always)]
-    fn new(slots: &mut [MaybeUninit<(u32, u64)>; RUN]) -> Keep {
+    fn new(slots: &mut [MaybeUninit<Kept>; RUN]) -> Keep {
         // A pointer rather than a count: one register fewer in the loop.
-        let start = slots.as_mut_ptr().cast::<(u32, u64)>();
+        let start = slots.as_mut_ptr().cast::<Kept>();
         Keep { start, end: start }
     }
 
@@ -756,7 +867,12 @@ impl<S: Simd> Sink<S> for Keep {
         // SAFETY: at most one call per block of a run, which has at most
         // RUN blocks: the slot is one of the RUN.
         unsafe {
-            self.end.write((base, bits));
+            let count = if S::KEEPS_COUNTS {
+                bits.count_ones()
+            } else {
+                0
+            };
+            self.end.write(Kept { base, count, bits });
             self.end = self.end.add(1);
         }
     }
