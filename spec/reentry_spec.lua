@@ -59,6 +59,11 @@ local function reenter()
     for k in qjson.pairs(t.k) do assert(k == "a" or k == "b") end
     t.list[1] = "changed"
     assert(qjson.encode(t) == '{"list":["changed",2,3],"k":{"a":"\\u00e9","b":[{"c":"\\t"}]}}')
+    -- A member deleted and one added: matched by position in a table the
+    -- interrupted call's encode must not share.
+    t.k.a = nil
+    t.k.z = 1
+    assert(qjson.encode(t.k) == '{"b":[{"c":"\\t"}],"z":1}')
     assert(qjson.decode(SMALL, { lazy = false }).list[2] == 2)
     assert(wide_right(qjson.decode(wide, #WIDE, { lazy = false })))
     if shared then

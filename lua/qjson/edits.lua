@@ -60,7 +60,6 @@ local type = type
 local tonumber = tonumber
 local math_floor = math.floor
 local new_tab = require("table.new")
-local table_clear = require("table.clear")
 
 local _M = {}
 
@@ -80,10 +79,6 @@ local INSERT = setmetatable({}, { __tostring = function() return "qjson.insert" 
 local APPEND = setmetatable({}, { __tostring = function() return "qjson.append" end })
 _M.INSERT, _M.APPEND = INSERT, APPEND
 
--- The keys written that the source has, by where the value reads see
--- for them starts (see `object_edits`); emptied after each use.
-local written_at = {}
-
 -- Appends to `list` the edits of the object at cursor in the document
 -- of state st, whose change record is rec, through reader R. A member
 -- is matched with the keys written by where the value reads see for its
@@ -96,6 +91,10 @@ local written_at = {}
 local function object_edits(list, st, cursor, rec, R)
     local depth = rec[R_DEPTH]
     local ptr, base = lazy.live_ptr(st), (source(st[SRC]))
+    -- The keys written that the source has, by where the value read for
+    -- them starts. (A table of this call's own: a finalizer or hook may
+    -- encode another document in the middle of the loop below.)
+    local written_at = new_tab(0, (#rec - FIELDS) / 3)
     for p = FIELDS + 1, #rec, 3 do
         local from = rec[p]
         if from then
@@ -133,7 +132,6 @@ local function object_edits(list, st, cursor, rec, R)
     if rec[R_ADDED] > 0 then
         push(list, prev_end, prev_end, INSERT, depth, rec, kept)
     end
-    table_clear(written_at)
 end
 
 -- Appends to `list` the edits of the array at cursor in the document of
