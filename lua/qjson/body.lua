@@ -40,6 +40,8 @@ local io_open = io.open
 local _M = {}
 
 local NAME = "request_body"
+-- LuaJIT's longest string (LJ_MAX_STR).
+local MAX_STRING_BYTES = 2 ^ 31 - 256
 local NGX_OK, NGX_ERROR = 0, -1
 
 -- Set on the first call, in nginx: lua-resty-core's request getter, the
@@ -128,7 +130,10 @@ local function read_file(path)
     local size, text
     if f then
         size, err = f:seek("end")
-        if size then
+        if size and size > MAX_STRING_BYTES then
+            -- (A directory's end is at 2^63 - 1.)
+            size, err = nil, "larger than a Lua string holds"
+        elseif size then
             f:seek("set")
             if size == 0 then
                 f:close()

@@ -535,7 +535,8 @@ function _M.new(opts)
                             -- over chunks: a string.buffer (see end_line)
         line_len = 0,       -- bytes of the current line so far
         parts = {},         -- the current event's data lines, as slices
-        ndata = 0,          -- (see Event): the string, at, len for each
+                            -- (see Event): the string, at, len of each
+        ndata = 0,          -- how many
         size = 0,           -- bytes of the current event so far
         type_src = nil,     -- its type, as a slice, when an event: line
         type_at = 0,        -- gave one
