@@ -350,6 +350,32 @@ describe("qjson.parse", function()
     end)
 end)
 
+describe("document methods called on something else", function()
+    -- Their fields were taken for a native address: SIGSEGV, or another
+    -- live document freed (an audit's finding).
+    it("raise qjson's message, and free nothing", function()
+        local METHODS = { "get_str", "get_f64", "get_i64", "get_bool", "is_null", "typeof",
+                          "len", "raw", "get", "open", "memory", "free" }
+        local live = qjson.parse('{"tag":"' .. ("x"):rep(5000) .. '"}')
+        local safe_doc = require("qjson.safe").parse('{"a":1}')
+        local others = { "a", 42, true, qjson.decode("[0, 0, [4096]]", { lazy = false }),
+                         qjson.decode("[0, 0, [4096]]"), ffi.cast("const char *", nil),
+                         { 0, 0, { 1, 0, false, 1, 0 } } }
+        for _, method in ipairs(METHODS) do
+            for _, other in ipairs(others) do
+                for _, d in ipairs({ live, safe_doc }) do
+                    local ok, err = pcall(d[method], other, "a")
+                    assert.is_false(ok)
+                    assert.equal("qjson: a document method called on something else "
+                                 .. "(call it as doc:method(...))", err)
+                end
+            end
+        end
+        assert.equal(5000, #live:get_str("tag"))
+        live:free()
+    end)
+end)
+
 describe("document lifetime", function()
     it("keeps its source string alive across garbage collections", function()
         local doc = qjson.parse(table.concat({ '{"k":"', string.rep("v", 1000), '"}' }))

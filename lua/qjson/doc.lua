@@ -28,6 +28,7 @@ local type = type
 local tonumber = tonumber
 local tostring = tostring
 local setmetatable = setmetatable
+local getmetatable = getmetatable
 
 local DOC_PTR = ffi.typeof("qjson_doc *")
 local UINTPTR = ffi.typeof("uintptr_t")
@@ -82,11 +83,22 @@ local function misuse(self, message)
     error(message, 2)
 end
 
+-- What a method called on something other than a document or cursor
+-- raises (`doc.get_str(path)` for `doc:get_str(path)`, or another
+-- table): its fields were taken for a native address, and the process
+-- died of SIGSEGV, or another live document was freed.
+local NOT_A_DOCUMENT = "qjson: a document method called on something else "
+                       .. "(call it as doc:method(...))"
+
 -- The native handle of a live document; nil after free(). The state
 -- keeps it as an address (see `address_of`), which compiled code casts
 -- back without allocating: kept as the pointer cdata the parse returns,
--- every document was one more object to allocate and sweep.
+-- every document was one more object to allocate and sweep. Raises,
+-- at the level of the method's caller, when self is not a document.
 local function handle(self)
+    if getmetatable(self) ~= Doc then
+        error(NOT_A_DOCUMENT, 3)
+    end
     local address = self[DOC][PTR]
     if address then
         -- Not a tail call: a root trace may not leave through a builtin.
@@ -478,6 +490,9 @@ end)
 -- from it (at once, or at the next parse when a section is under way);
 -- later calls raise instead of touching freed memory.
 function Doc:free()
+    if getmetatable(self) ~= Doc then
+        error(NOT_A_DOCUMENT, 2)
+    end
     local state = self[DOC]
     if state[PTR] then
         state[PTR] = false
