@@ -401,6 +401,30 @@ describe("qjson re-entered during a call", function()
     -- Past 500 levels the encoder goes on in a coroutine of its own, whose
     -- stack does not hold the encode's section: a finalizer run there that
     -- encodes took the shared reader and the encoder's state from it.
+    -- The metamethod's function, arguments and result were the module's
+    -- alone: a finalizer's encode in the middle of one (say at the end of
+    -- string.gsub, which makes the call) cleared them, and the outer
+    -- encode wrote [] or called nil (an audit's finding).
+    it("keeps a metamethod call's result from finalizers that encode", function()
+        local inner = setmetatable({}, { __len = function() return 0 end })
+        local outer = setmetatable({ 1, 2, 3 }, { __len = function() return 3 end })
+        local pause = collectgarbage("setpause", 100)
+        local stepmul = collectgarbage("setstepmul", 400)
+        finally(function()
+            collectgarbage("setpause", pause)
+            collectgarbage("setstepmul", stepmul)
+        end)
+        local wrong = 0
+        for i = 1, 20000 do
+            local g = newproxy(true)
+            getmetatable(g).__gc = function() qjson.encode(inner) end
+            local _ = { i, tostring(i) }
+            local ok, out = pcall(qjson.encode, outer)
+            if not ok or out ~= "[1,2,3]" then wrong = wrong + 1 end
+        end
+        assert.equal(0, wrong)
+    end)
+
     it("keeps a deep encode's state from finalizers run in its own coroutines", function()
         local runs = 0
         local function arm()

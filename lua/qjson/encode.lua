@@ -437,17 +437,20 @@ local function call_pending()
     return false
 end
 
+-- (A finalizer may encode in the middle of it, even between the call and
+-- the read of its result: what was pending is put back as it was, or the
+-- outer call read the inner's nil, or called a nil function.)
 local function metamethod_call(f, a, b)
-    call_f, call_a, call_b = f, a, b
+    local outer_f, outer_a, outer_b, outer_out = call_f, call_a, call_b, call_out
+    call_f, call_a, call_b, call_out = f, a, b, nil
     calling_out(true)
     local ok, err = pcall(str_gsub, "x", "x", call_pending)
     calling_out(false)
-    call_f, call_a, call_b = nil, nil, nil
+    local out = call_out
+    call_f, call_a, call_b, call_out = outer_f, outer_a, outer_b, outer_out
     if not ok then
         raise(err)
     end
-    local out = call_out
-    call_out = nil
     return out
 end
 
