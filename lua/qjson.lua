@@ -39,6 +39,7 @@ local error = error
 local pcall = pcall
 local type = type
 local pairs = pairs
+local rawequal = rawequal
 local ipairs = ipairs
 local next = next
 local tostring = tostring
@@ -154,16 +155,18 @@ local checks = {
 -- (see lua/qjson/ffi.lua) fills options of its own.
 -- The message for `opts`, argument #2 of `fname`, when it is neither nil
 -- nor a table; else nil.
-local function options_misuse(opts, fname)
-    if opts ~= nil and type(opts) ~= "table" then
-        return "bad argument #2 to '" .. fname .. "' (table expected, got " .. type(opts) .. ")"
+local function options_misuse(opts, fname, arg)
+    -- (rawequal: a NULL pointer cdata equals nil.)
+    if not rawequal(opts, nil) and type(opts) ~= "table" then
+        return "bad argument #" .. (arg or 2) .. " to '" .. fname .. "' (table expected, got "
+               .. type(opts) .. ")"
     end
     return nil
 end
 
 local function options_for(opts, fname, R, cfg)
     local default_options = cfg.options
-    if opts == nil then
+    if rawequal(opts, nil) then
         return default_options
     end
     local misuse = options_misuse(opts, fname)
@@ -334,6 +337,11 @@ local function parse_pointer(cfg, ptr, len, opts, safe)
     if not at then
         return nil, err, MISUSE
     end
+    -- (The options are argument #3 here.)
+    local misuse = options_misuse(opts, "parse", 3)
+    if misuse then
+        return nil, misuse, MISUSE
+    end
     if len <= SMALL_MAX_BYTES then
         return parse(cfg, ffi_string(at, len), opts, safe)
     end
@@ -450,6 +458,11 @@ local function decode_pointer(cfg, ptr, len, opts)
     local at, err = text_pointer(ptr, len, "decode")
     if not at then
         return nil, err, MISUSE
+    end
+    -- (Before `opts.lazy`; the options are argument #3 here.)
+    local misuse = options_misuse(opts, "decode", 3)
+    if misuse then
+        return nil, misuse, MISUSE
     end
     if len <= SMALL_MAX_BYTES then
         return decode(cfg, ffi_string(at, len), opts)

@@ -170,6 +170,27 @@ describe("a text given as a pointer and a length", function()
         end
     end)
 
+    -- A number or a NULL cdata as the options: decode read `opts.lazy`
+    -- first, and raised "attempt to index", through qjson.safe too (an
+    -- audit's finding); a NULL, which equals nil, passed as no options.
+    it("refuses options that are not a table, as argument #3", function()
+        local long = '["' .. ("x"):rep(5000) .. '"]'
+        local NULL = ffi.cast("const char *", nil)
+        for _, text in ipairs({ SMALL, long }) do
+            local buf = buffer(text)
+            for _, name in ipairs({ "decode", "parse" }) do
+                for _, opts in ipairs({ 5, NULL, "lazy" }) do
+                    local message = ("bad argument #3 to '%s' (table expected, got %s)")
+                                    :format(name, type(opts))
+                    assert.same({ false, message }, { pcall(qjson[name], buf, #text, opts) })
+                    assert.same({ nil, message }, { safe[name](buf, #text, opts) })
+                end
+                assert.same({ nil, ("bad argument #2 to '%s' (table expected, got cdata)")
+                                   :format(name) }, { safe[name](text, NULL) })
+            end
+        end
+    end)
+
     it("reads the request body only in nginx", function()
         -- The message starts with the library's name, or the caller's
         -- position when it raises (it named lua/qjson/body.lua's).
