@@ -483,6 +483,22 @@ describe("qjson.encode_pieces", function()
         end
     end)
 
+    -- After any decode under a larger max_depth, the encoder must look at
+    -- a document's depth; it wrote an untouched one as its root value, the
+    -- whitespace around it dropped (an audit's finding).
+    it("gives an untouched document its source after a decode under a larger max_depth",
+       function()
+        qjson.decode("[1]", { max_depth = 2000 })
+        local text = ' {"a":1} '
+        assert.equal(text, qjson.encode(qjson.decode(text)))
+        local pieces, len = qjson.encode_pieces(qjson.decode(text))
+        assert.same({ { text }, #text }, { pieces, len })
+        -- One deeper than encode_max_depth is still refused, as cjson does.
+        local deep = ("["):rep(1001) .. ("]"):rep(1001)
+        assert.has_error(function() qjson.encode(qjson.decode(deep, { max_depth = 2000 })) end,
+                         "Cannot serialise, excessive nesting (1001)")
+    end)
+
     it("gives an untouched document its source, and a changed one in pieces", function()
         local text = helper.chat_request(400000)
         local doc = qjson.decode(text)

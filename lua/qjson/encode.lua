@@ -1115,10 +1115,25 @@ require("qjson.doc").on_sweep(trim_buffer)
 -- The Lua encoder, with the options of `cfg`: every value, proxies
 -- included. Returns the text, or, with `pieces`, the text in pieces and
 -- its length.
+-- Whether the whole document of state st (its root's code `code`) nests
+-- no deeper than max_depth allows: without a look while no document was
+-- parsed under a deeper limit (`deepest_parse`), else by a walk of its
+-- source (a decode under a larger max_depth anywhere made every untouched
+-- document lose the whitespace around its root, written as its value).
+local function within_depth(st, code, max_depth)
+    if max_depth >= deepest_parse then
+        return true
+    end
+    local R = enter()
+    local deeper = source_deeper(st, code, max_depth, R)
+    leave(R)
+    return not deeper
+end
+
 local function lua_encode(v, cfg, pieces)
     local st, code = proxy_info(v)
     if st and (code == 0 or code == -1) and not has_changes(st) and not cfg.indent
-       and type(st[SRC]) == "string" and cfg.max_depth >= deepest_parse then
+       and type(st[SRC]) == "string" and within_depth(st, code, cfg.max_depth) then
         -- An untouched whole document is its own text (when the text is a
         -- Lua string; a copy the native document owns is written out by
         -- put_top), unless raw access wrote into a proxy of it.
