@@ -13,9 +13,7 @@ use core::arch::x86::*;
 use core::arch::x86_64::*;
 
 use super::classify::{OP_TABLE, SHORT_ESCAPE_TABLE, WHITESPACE_TABLE};
-use super::generic::{
-    Masks, Pass, Simd, Utf8Check, write_offsets_one_by_one, write_offsets_one_by_one_counted,
-};
+use super::generic::{Masks, Pass, Simd, Utf8Check, write_offsets_one_by_one_counted};
 use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
 
 /// Proof that the CPU supports AVX2, PCLMULQDQ, POPCNT and BMI1.
@@ -361,14 +359,8 @@ impl Simd for Avx2 {
     /// tier (one by one up to 16) or a threshold of 12 measured slower.
     #[inline(always)]
     unsafe fn write_offsets(self, out: *mut u32, base: u32, bits: u64) -> *mut u32 {
-        // SAFETY: forwarded from the caller; an `Avx2` token exists.
-        unsafe {
-            if bits.count_ones() <= 8 {
-                write_offsets_one_by_one(out, base, bits)
-            } else {
-                write_offsets_by_bytes(out, base, bits)
-            }
-        }
+        // SAFETY: forwarded from the caller; the count is the mask's.
+        unsafe { self.write_offsets_counted(out, base, bits, bits.count_ones()) }
     }
 
     /// On the Intel Xeon (family 6, model 207) the writer after the run is
@@ -379,6 +371,7 @@ impl Simd for Avx2 {
     /// (docs/benchmarks.md, "AVX2 stage 1 and port 1").
     const KEEPS_COUNTS: bool = true;
 
+    /// The choice of `write_offsets` above, on the count kept.
     #[inline(always)]
     unsafe fn write_offsets_counted(
         self,
