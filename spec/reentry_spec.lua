@@ -415,7 +415,7 @@ describe("qjson re-entered during a call", function()
             collectgarbage("setstepmul", stepmul)
         end)
         local wrong = 0
-        for i = 1, 20000 do
+        for i = 1, MEMCHECK and 2000 or 20000 do
             local g = newproxy(true)
             getmetatable(g).__gc = function() qjson.encode(inner) end
             local _ = { i, tostring(i) }
