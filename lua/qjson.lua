@@ -148,13 +148,8 @@ local checks = {
     end,
 }
 
--- The qjson_options for a call to `fname` in reader R's section: the
--- options of config `cfg`, or those overridden by the table `opts`.
--- Returns nil, message for a bad table. `lazy` (decode only) is not a
--- native option and is skipped here. A section running inside another
--- (see lua/qjson/ffi.lua) fills options of its own.
--- The message for `opts`, argument #2 of `fname`, when it is neither nil
--- nor a table; else nil.
+-- The message for `opts`, argument #`arg` (2 unless given) of `fname`,
+-- when it is neither nil nor a table; else nil.
 local function options_misuse(opts, fname, arg)
     -- (rawequal: a NULL pointer cdata equals nil.)
     if not rawequal(opts, nil) and type(opts) ~= "table" then
@@ -164,6 +159,11 @@ local function options_misuse(opts, fname, arg)
     return nil
 end
 
+-- The qjson_options for a call to `fname` in reader R's section: the
+-- options of config `cfg`, or those overridden by the table `opts`.
+-- Returns nil, message for a bad table. `lazy` (decode only) is not a
+-- native option and is skipped here. A section running inside another
+-- (see lua/qjson/ffi.lua) fills options of its own.
 local function options_for(opts, fname, R, cfg)
     local default_options = cfg.options
     if rawequal(opts, nil) then

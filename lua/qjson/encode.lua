@@ -1112,9 +1112,6 @@ local function trim_buffer()
 end
 require("qjson.doc").on_sweep(trim_buffer)
 
--- The Lua encoder, with the options of `cfg`: every value, proxies
--- included. Returns the text, or, with `pieces`, the text in pieces and
--- its length.
 -- Whether the whole document of state st (its root's code `code`) nests
 -- no deeper than max_depth allows: without a look while no document was
 -- parsed under a deeper limit (`deepest_parse`), else by a walk of its
@@ -1130,6 +1127,9 @@ local function within_depth(st, code, max_depth)
     return not deeper
 end
 
+-- The Lua encoder, with the options of `cfg`: every value, proxies
+-- included. Returns the text, or, with `pieces`, the text in pieces and
+-- its length.
 local function lua_encode(v, cfg, pieces)
     local st, code = proxy_info(v)
     if st and (code == 0 or code == -1) and not has_changes(st) and not cfg.indent
