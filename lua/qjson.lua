@@ -250,11 +250,10 @@ local function parse_native(text, opts, fname, R, small, cfg, from, len)
     end
     local at = text
     if from then
-        -- (qjson.sse: past the first `from` bytes of the string `text`,
-        -- or at the pointer `from` into the string.buffer `text`, which
-        -- holds a line that came split over chunks and is written no
-        -- more.)
-        at = type(from) == "number" and ffi_cast(CHAR_PTR, text) + from or from
+        -- (qjson.sse: the pointer `from` into the chunk, a string, or the
+        -- string.buffer `text`, which holds a line that came split over
+        -- chunks and is written no more.)
+        at = from
     else
         len = #text
     end
@@ -291,11 +290,11 @@ local function parse_native_at(at, len, opts, fname, R, cfg, copy)
     return ptr, tonumber(R.count)
 end
 
--- Parses `text` for `fname` under config `cfg`, or only its `len` bytes
--- after the first `from` when given (qjson.sse: an event's data inside
--- the chunk it came in, with no string of its own, or inside the buffer
--- `text` at the pointer `from`; the document keeps `text` alive);
--- returns the document, or nil, the message and its level.
+-- Parses `text` for `fname` under config `cfg`, or only the `len` bytes
+-- at the pointer `from` into it when given (qjson.sse: an event's data
+-- inside the chunk it came in, a string, or the buffer of a line that
+-- came split, with no string of its own; the document keeps `text`
+-- alive); returns the document, or nil, the message and its level.
 local function parse(cfg, text, opts, safe, fname, from, len)
     local R = enter()
     local ptr, detail, block_or_level = parse_native(text, opts, fname or "parse", R, true,

@@ -169,11 +169,8 @@ end
 local function parse_data(ev)
     local src = rawget(ev, "_src")
     if src then
-        local at = rawget(ev, "_at")
-        if type(src) ~= "string" then
-            at = base_of(src) + at
-        end
-        local doc, err = parse_text(src, nil, true, "parse", at, rawget(ev, "_len"))
+        local doc, err = parse_text(src, nil, true, "parse", base_of(src) + rawget(ev, "_at"),
+                                    rawget(ev, "_len"))
         return doc, err
     end
     local doc, err = parse_any(ev.data, nil, nil, true)
