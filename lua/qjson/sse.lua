@@ -109,29 +109,28 @@ local function join(parts)
     return text
 end
 
+-- The fields an event keeps as a slice: the names of its string, at and
+-- len. (`event` is set raw to "message" when no event: line gave a type;
+-- an oversize event has none of them.)
+local SLICED = {
+    data = { "_src", "_at", "_len" },
+    id = { "_id_src", "_id_at", "_id_len" },
+    event = { "_type_src", "_type_at", "_type_len" },
+}
+
 Event.__index = function(ev, key)
-    local value
-    if key == "data" then
-        local src = rawget(ev, "_src")
-        if src then
-            value = slice(src, rawget(ev, "_at"), rawget(ev, "_len"))
-        else
-            local parts = rawget(ev, "_parts")
-            if not parts then return nil end
-            value = join(parts)
-        end
-    elseif key == "id" then
-        local src = rawget(ev, "_id_src")
-        if not src then return nil end
-        value = slice(src, rawget(ev, "_id_at"), rawget(ev, "_id_len"))
-    elseif key == "event" then
-        -- (Set raw to "message" when no event: line gave a type; an
-        -- oversize event has none.)
-        local src = rawget(ev, "_type_src")
-        if not src then return nil end
-        value = slice(src, rawget(ev, "_type_at"), rawget(ev, "_type_len"))
-    else
+    local names = SLICED[key]
+    if not names then
         return Event[key]
+    end
+    local value
+    local src = rawget(ev, names[1])
+    if src then
+        value = slice(src, rawget(ev, names[2]), rawget(ev, names[3]))
+    else
+        local parts = key == "data" and rawget(ev, "_parts")
+        if not parts then return nil end
+        value = join(parts)
     end
     rawset(ev, key, value)
     return value
@@ -342,6 +341,15 @@ local function grow(self, len, out)
     return true
 end
 
+-- Reads the line gathered in the line buffer, which goes with it (see
+-- `end_line`).
+local function take_kept_line(self, out)
+    local line = self.line
+    self.line = false
+    local at, n = line:ref()
+    take_line(self, line, at, 1, n, out)
+end
+
 -- The line that ends at a terminator: chunk[from, to] (its bytes from
 -- p, the chunk's start) completes what the earlier chunks left in the
 -- line buffer, if any. A line that came split over chunks is read in
@@ -363,9 +371,7 @@ local function end_line(self, chunk, p, from, to, out)
             take_line(self, chunk, p, from, to, out)
         else
             line:putcdata(p + from - 1, len)
-            self.line = false
-            local at, n = line:ref()
-            take_line(self, line, at, 1, n, out)
+            take_kept_line(self, out)
         end
     end
     self.line_len = 0
@@ -492,11 +498,8 @@ function Stream:finish(chunk)
         keep(self, BOM, 1, seen, out)
     end
     if not self.skipping then
-        local line = self.line
-        if line then
-            self.line = false
-            local at, n = line:ref()
-            take_line(self, line, at, 1, n, out)
+        if self.line then
+            take_kept_line(self, out)
         end
         dispatch(self, out, true)
     end
