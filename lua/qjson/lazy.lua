@@ -962,9 +962,7 @@ end
 -- cost.)
 local function proxy_len(st, proxy, code)
     local rec = record_of(st, proxy, code)
-    if code < 0 and rec then
-        return rec[R_N]
-    end
+    -- (An array's record always holds its count.)
     local n = rec and rec[R_N]
     if n then return n end
     local address = st[PTR]
