@@ -71,11 +71,14 @@ end
 -- One level of materialize, through reader R: a copy of v's own entries
 -- (children not yet converted) and true, or, for a scalar or an
 -- unchanged proxy, the finished value. Arrays of proxies get `arrays_mt`
--- when given, else empty ones get empty_array_mt.
-local function materialize_level(v, R, arrays_mt)
+-- when given, else empty ones get empty_array_mt. A proxy raw access
+-- wrote into is refused, unless the caller did (`refused`).
+local function materialize_level(v, R, arrays_mt, refused)
     local st, code = proxy_info(v)
     if st then
-        refuse_raw_written(v, st, code)
+        if not refused then
+            refuse_raw_written(v, st, code)
+        end
         local ptr = live_ptr(st)
         local cursor = lazy.cursor_of(code)
         local is_changed, from, to = changed(st, v, code, R)
@@ -206,7 +209,8 @@ end
 -- writes those as it writes any table: a plain table in its own order,
 -- one that contains itself to cjson's depth limit.
 function _M.level(v, R)
-    return (materialize_level(v, R))
+    -- (The encoder has refused a proxy raw access wrote into.)
+    return (materialize_level(v, R, nil, true))
 end
 
 -- For the specs: how many unchanged proxies were built natively (see
