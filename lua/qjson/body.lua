@@ -118,40 +118,43 @@ local function variable_cached(r)
     return not ok or same
 end
 
+-- The whole of the open file f, read by its size: f:read("*a") grows its
+-- buffer by doubling and cannot reach 2^31 bytes, so a file of 1 GiB or
+-- more failed where a Lua string holds almost 2 GiB. Or nil and why
+-- (running out of memory included).
+local function read_whole(f)
+    local size, err = f:seek("end")
+    if not size then
+        return nil, err
+    elseif size > MAX_STRING_BYTES then
+        -- (A directory's end is at 2^63 - 1.)
+        return nil, size .. " bytes, more than a Lua string holds"
+    end
+    f:seek("set")
+    local read, text = pcall(f.read, f, size)
+    if not read then
+        return nil, size .. " bytes: " .. tostring(text)
+    end
+    -- (nil for a file of no bytes, or one cut short since.)
+    return text or ""
+end
+
 -- The text of the file nginx wrote the body to (a body larger than
 -- client_body_buffer_size, or any under client_body_in_file_only); nil
--- for an empty one, a body of no bytes. Read by its size: f:read("*a")
--- grows its buffer by doubling and cannot reach 2^31 bytes, so a file of
--- 1 GiB or more failed where a Lua string holds almost 2 GiB. Errors,
--- running out of memory included, are qjson's, at the level of the
--- caller of `apply`'s caller.
+-- for an empty one, a body of no bytes. Errors are qjson's, at the level
+-- of the caller of `apply`'s caller.
 local function read_file(path)
     local f, err = io_open(path, "rb")
-    local size, text
+    local text
     if f then
-        size, err = f:seek("end")
-        if size and size > MAX_STRING_BYTES then
-            -- (A directory's end is at 2^63 - 1.)
-            size, err = nil, "larger than a Lua string holds"
-        elseif size then
-            f:seek("set")
-            if size == 0 then
-                f:close()
-                return nil
-            end
-            local read
-            read, text = pcall(f.read, f, size)
-            if not read then
-                err, text = text, nil
-            elseif not text then
-                err = "it ended early"
-            end
-        end
+        text, err = read_whole(f)
         f:close()
     end
     if not text then
-        error("qjson: cannot read the request body's file"
-              .. (size and " (" .. size .. " bytes): " or ": ") .. tostring(err), 4)
+        error("qjson: cannot read the request body's file: " .. err, 4)
+    end
+    if text == "" then
+        return nil
     end
     return text
 end
