@@ -453,15 +453,28 @@ impl<'a> Document<'a> {
         every: bool,
         out: &'s mut Vec<u32>,
     ) -> Option<&'s [u32]> {
+        self.object_read(obj, |lookup, src, index, last_wins| {
+            lookup.members(src, index, obj, every, last_wins, out);
+        })?;
+        Some(out)
+    }
+
+    /// Runs `read`, a read of the object at `obj` through the lookup state
+    /// (which may build its lookup table), with the document's text,
+    /// index and whether "last wins"; `None` when `obj` is not an object.
+    fn object_read(
+        &mut self,
+        obj: u32,
+        read: impl FnOnce(&mut Lookup, &[u8], &mut Index, bool),
+    ) -> Option<()> {
         if self.tree().value_type(obj) != ValueType::Object {
             return None;
         }
         let last_wins = self.last_wins();
         self.read = true;
-        self.lookup
-            .members(self.src, &mut self.index, obj, every, last_wins, out);
+        read(&mut self.lookup, self.src, &mut self.index, last_wins);
         self.remeasure();
-        Some(out)
+        Some(())
     }
 
     /// The tape of the value at `at` ([`tape`]), built in `items` with
@@ -491,11 +504,9 @@ impl<'a> Document<'a> {
     ) -> Option<&'s [spans::Span]> {
         match self.value_type(at) {
             ValueType::Object => {
-                let last_wins = self.last_wins();
-                self.read = true;
-                self.lookup
-                    .winners(self.src, &mut self.index, at, last_wins, winners);
-                self.remeasure();
+                self.object_read(at, |lookup, src, index, last_wins| {
+                    lookup.winners(src, index, at, last_wins, winners);
+                })?;
                 spans::object(&self.tree(), at, winners, keys, out, arena);
             }
             ValueType::Array => spans::array(&self.tree(), at, out),
