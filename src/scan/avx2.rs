@@ -48,10 +48,8 @@ unsafe fn run_avx2<P: Pass>(token: Avx2, pass: P) -> P::Output {
 /// a load and a shuffle on port 5, the shuffle port: the loop did so for
 /// the quote and control constants at every block and for four more in
 /// the UTF-8 check. Hidden, the vector is a value like any other, kept in
-/// a register or reloaded (one load, `vbroadcastss`). On the Intel Xeon
-/// (family 6, model 207), AVX2 stage 1 `s1/sj` on twitter.json 0.83 ->
-/// 0.86, citm_catalog and canada unchanged (docs/benchmarks.md, "AVX2
-/// stage 1 and port 1").
+/// a register or reloaded (one load, `vbroadcastss`): one of the three
+/// changes of docs/benchmarks.md, "AVX2 stage 1 and port 1".
 #[inline(always)]
 fn splat(b: i8) -> __m256i {
     // SAFETY: only compiled into the AVX2 kernel, whose CPU has AVX2.
@@ -282,9 +280,7 @@ impl Simd for Avx2 {
         // Most blocks have no backslash: one `vpmovmskb` of the two
         // halves ORed tells them, where making the mask takes two and
         // their join (`vpmovmskb` runs on port 0 alone, and a block
-        // takes eleven). On the Intel Xeon (family 6, model 207),
-        // citm_catalog `s1/sj` 0.87-0.90 -> 0.90-0.91, canada 0.96-1.00
-        // -> 1.00-1.02 (docs/benchmarks.md, "AVX2 stage 1 and port 1").
+        // takes eleven; docs/benchmarks.md, "AVX2 stage 1 and port 1").
         // SAFETY: AVX2 intrinsics; an `Avx2` token exists.
         let any_backslash = unsafe { _mm256_movemask_epi8(_mm256_or_si256(b0, b1)) != 0 };
         Masks {
@@ -367,8 +363,8 @@ impl Simd for Avx2 {
     /// bound by port 1, the only one that runs TZCNT and POPCNT: a block
     /// of up to 8 offsets takes eight TZCNT and a POPCNT there. With the
     /// POPCNT done in the classifying loop, whose vector work can go to
-    /// ports 0 and 5, `s1/sj` on citm_catalog went from 0.85 to 0.86-0.88
-    /// (docs/benchmarks.md, "AVX2 stage 1 and port 1").
+    /// ports 0 and 5, the writer runs off that port (docs/benchmarks.md,
+    /// "AVX2 stage 1 and port 1").
     const KEEPS_COUNTS: bool = true;
 
     /// The choice of `write_offsets` above, on the count kept.
