@@ -156,7 +156,7 @@ pub fn escape_into(src: &[u8], escape_slash: bool, out: &mut Vec<u8>) {
         Some(chunk) => *chunk,
         None => partial_chunk(src),
     };
-    let special = specials(&chunk) & (u32::MAX >> (32 - n));
+    let special = specials_of(&chunk, n);
     let start = out.len();
     // SAFETY: the stores end at start + 1 + CHUNK, within the room
     // reserved above; the length then covers the quote and the plain
@@ -211,7 +211,7 @@ fn escape_from(src: &[u8], mut read: usize, escape_slash: bool, out: &mut Vec<u8
                     }
                     None => (partial_chunk(rest), rest.len()),
                 };
-                let special = specials(&chunk) & (u32::MAX >> (32 - m));
+                let special = specials_of(&chunk, m);
                 dst.add(len).cast::<[u8; CHUNK]>().write_unaligned(chunk);
                 if special != 0 {
                     let plain = special.trailing_zeros() as usize;
@@ -288,6 +288,13 @@ fn escape_byte(b: u8, escape_slash: bool, out: &mut Vec<u8>) {
         Class::Slash if escape_slash => out.extend_from_slice(b"\\/"),
         Class::Slash | Class::Plain => out.push(b),
     }
+}
+
+/// [`specials`] of the first `len` bytes of `chunk`, those of the string
+/// (`len <= CHUNK`: the shift stays below 32, for the empty string too).
+#[inline(always)]
+fn specials_of(chunk: &[u8; CHUNK], len: usize) -> u32 {
+    specials(chunk) & ((1u32 << len) - 1)
 }
 
 /// Bit `k` set when byte `k` of `chunk` may need an escape: below 0x20,
@@ -433,6 +440,11 @@ mod tests {
         } else {
             (0..20).collect()
         };
+        for slash in [true, false] {
+            let mut out = b"kept".to_vec();
+            escape_into(b"", slash, &mut out);
+            assert_eq!(out, b"kept\"\"", "the empty string");
+        }
         for byte in 0..=255u8 {
             for &position in &positions {
                 let mut src = vec![b'x'; 19];
