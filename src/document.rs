@@ -617,7 +617,22 @@ impl Document<'static> {
     /// pooled document copies a body of the same size without
     /// allocating: where LuaJIT maps fresh memory for every string of
     /// 128 KB or more, whose page faults cost more than the parse.
-    pub fn load_copy(&mut self, text: &[u8], opts: &Options) -> Result<()> {
+    ///
+    /// # Safety
+    ///
+    /// What the document then gives out of its text ([`Document::src`],
+    /// [`Document::raw`], a string [`Document::string`] reads without
+    /// escapes) is typed `&'static` but lies in the copy: it must not be
+    /// used once the document loads another text, is unloaded or is
+    /// dropped, the C ABI's rule for everything read from a document.
+    /// (A safe `load_copy` let safe code read freed memory that way: an
+    /// audit's finding.)
+    ///
+    /// ```compile_fail,E0133
+    /// let mut doc = qjson::document::Document::new();
+    /// doc.load_copy(b"[1]", &Default::default()).unwrap();
+    /// ```
+    pub unsafe fn load_copy(&mut self, text: &[u8], opts: &Options) -> Result<()> {
         self.unload();
         let kernel = scan::active_kernel()?;
         let capacity = self.copy.capacity();
@@ -627,7 +642,7 @@ impl Document<'static> {
         // frees while `src` holds them: `copy` changes only here and in
         // `unload`, each of which first points `src` elsewhere (`unload`
         // at `b""`), and the document owns `copy`. ('static stands for
-        // "as long as `src` is this copy".)
+        // "as long as `src` is this copy", which the caller keeps to.)
         let src: &'static [u8] =
             unsafe { core::slice::from_raw_parts(self.copy.as_ptr(), self.copy.len()) };
         // SAFETY: the active kernel is one this CPU runs.

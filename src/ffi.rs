@@ -358,8 +358,15 @@ pub unsafe extern "C" fn qjson_parse_copy(
     reader: *mut qjson_reader,
 ) -> *mut qjson_doc {
     // SAFETY: the caller's guarantees are parse_pooled's, but for the
-    // text's life: `load_copy` keeps nothing of it once it returns.
-    let handle = unsafe { parse_pooled(json, len, options, reader, Document::load_copy) };
+    // text's life: `load_copy` keeps nothing of it once it returns. What
+    // the document gives out of its copy is read only while the caller
+    // holds the document, as for every document (include/qjson.h), which
+    // is `load_copy`'s condition.
+    let handle = unsafe {
+        parse_pooled(json, len, options, reader, |doc, text, opts| {
+            doc.load_copy(text, opts)
+        })
+    };
     // SAFETY: the caller guarantees reader is NULL or live; a handle that
     // is not NULL is a live document, just made.
     if let (Some(r), Some(doc)) = (unsafe { reader.as_mut() }, unsafe { handle.as_ref() }) {
