@@ -28,7 +28,7 @@ kernels=(scalar)
 if has_flags avx2 pclmulqdq popcnt bmi1; then
     kernels+=(avx2)
 fi
-if has_flags avx512f avx512bw avx512vbmi avx512_vbmi2 pclmulqdq popcnt bmi1; then
+if has_flags avx2 avx512f avx512bw avx512vbmi avx512_vbmi2 pclmulqdq popcnt bmi1; then
     kernels+=(avx512)
 else
     echo "note: this CPU has no AVX-512 with VBMI and VBMI2: the avx512 kernel is not tested here"
