@@ -1192,7 +1192,9 @@ pub unsafe extern "C" fn qjson_decode_shaped(
         return 0;
     }
     // SAFETY: json is valid for len bytes (the caller's guarantee).
-    let input = unsafe { core::slice::from_raw_parts(json.cast::<u8>(), len) };
+    let Some(input) = (unsafe { bytes(json, len) }) else {
+        return 0;
+    };
     catch_unwind(AssertUnwindSafe(|| {
         eager::shape::decode(input, &opts, shapes, out)
     }))
@@ -1259,17 +1261,16 @@ pub unsafe extern "C" fn qjson_escape(
     reader.count = 0;
     let mut written = 0;
     guarded(|| {
-        if src.is_null() || dst.is_null() {
+        if src.is_null() || dst.is_null() || cap > isize::MAX as usize {
             return ErrorCode::BadArgument as c_int;
         }
-        // SAFETY: the caller guarantees both ranges and that they do not
-        // overlap.
-        let (src, dst) = unsafe {
-            (
-                core::slice::from_raw_parts(src.cast::<u8>(), len),
-                core::slice::from_raw_parts_mut(dst.cast::<u8>(), cap),
-            )
+        // SAFETY: the caller guarantees src's range.
+        let Some(src) = (unsafe { bytes(src, len) }) else {
+            return ErrorCode::BadArgument as c_int;
         };
+        // SAFETY: the caller guarantees dst's range (no larger than a
+        // slice may be, checked above) and that it does not overlap src.
+        let dst = unsafe { core::slice::from_raw_parts_mut(dst.cast::<u8>(), cap) };
         let (read, wrote) = escape::escape(src, escape_slash != 0, dst);
         reader.count = read;
         written = wrote;

@@ -51,7 +51,8 @@ const _: () = assert!(size_of::<Item>() == 16);
 
 // SAFETY: an Item's pointer is only an address handed to the FFI caller;
 // Rust never dereferences it after `build`, so moving items (inside a
-// pooled document) between threads cannot create a data race.
+// reader's scratch, `ffi::Scratch`) between threads cannot create a data
+// race.
 unsafe impl Send for Item {}
 
 impl core::fmt::Debug for Item {

@@ -532,10 +532,11 @@ fn string_escapes(text: Text<'_>, escapes: &[u32], next: &mut usize, end: u32) -
 /// not be zeroed first (it holds the last document's). The zero fill was
 /// a sixth of stage 2's instructions on citm_catalog; with the walk's own
 /// writes stage 2 went from 2.18 to 1.99 instructions a byte there
-/// (`benches/parse_insns.rs`). With `CLOSED` the writes go unchecked,
-/// at entries the walk has just read, or (a key's colon) at the entry
-/// after one that is no bracket, or at a container's opening entry when
-/// its close is read.
+/// (`benches/parse_insns.rs`). With `CLOSED` the writes go unchecked:
+/// at entries the walk has just read; at the four entries from a key on
+/// (its quotes, its colon, and the entry after the colon, which exists
+/// because the colon is no bracket); or at a container's opening entry
+/// when its close is read.
 ///
 /// A key's closing quote is linked to the entry after its member (the
 /// next key, or the entry past the object's `}`), or to 0 when the value
@@ -918,7 +919,9 @@ fn frame_room(
     // SAFETY: as above.
     unsafe { frames.set_len(0) };
     let base = frames.as_mut_ptr();
-    // SAFETY: depth is below the capacity, and so is the limit.
+    // SAFETY: depth is below the capacity (it grew by at least one
+    // above), and the limit at most the capacity: both within or one past
+    // the end of the buffer.
     unsafe { Some((base.add(depth), base.add(frames.capacity().min(max_depth)))) }
 }
 
