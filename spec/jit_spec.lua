@@ -454,6 +454,23 @@ describe("JIT compilation of the getters", function()
         assert.equal(0, bad)
     end)
 
+    it("qjson.pairs over decoded objects, as a walk of a document does", function()
+        -- Each object's iteration is a table, not a closure: LuaJIT does
+        -- not compile making one (FNEW), and every trace through a
+        -- qjson.pairs loop aborted there.
+        local bad = 0
+        assert_no_nyi(function()
+            for _ = 1, ITERATIONS do
+                local t = qjson.decode(CHAT)
+                local n = 0
+                for _ in qjson.pairs(t) do n = n + 1 end
+                for _ in qjson.pairs(t.usage) do n = n + 1 end
+                if n ~= 8 then bad = bad + 1 end
+            end
+        end)
+        assert.equal(0, bad)
+    end)
+
     it("decode of a text given as a pointer (copied), proxy reads, a change, encode", function()
         -- What qjson.decode_body does with a body nginx holds in memory.
         local text = CHAT:gsub('"Be brief%."', '"' .. ("x"):rep(8192) .. '"')
