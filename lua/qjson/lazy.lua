@@ -910,7 +910,7 @@ local IT_ENTRIES = 7
 -- trace through a `pairs` loop over proxies aborted at one or the other
 -- ("NYI: bytecode 51", "inner loop in root trace"), and a walk over a
 -- decoded document ran at 0.14x to 0.72x cjson's speed
--- (`benches/walks.lua`).
+-- (`benches/trailing.lua`).
 local function object_step(it)
     local st, proxy, code = it[IT_ST], it[IT_PROXY], it[IT_CODE]
     local rec = record_of(st, proxy, code)
