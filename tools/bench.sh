@@ -85,3 +85,11 @@ if [ "${QUICK:-0}" = 1 ]; then
 else
     luajit benches/heap_pacing.lua 0 30000 300000 1000000
 fi
+
+echo
+echo "== Lua: shapes where qjson trailed cjson (benches/trailing.lua)"
+if [ "${QUICK:-0}" = 1 ]; then
+    echo "(skipped under QUICK=1)"
+else
+    LUA_CPATH="${QJSON_BASELINES:+$QJSON_BASELINES/?.so;};;" luajit benches/trailing.lua
+fi
