@@ -7,7 +7,9 @@
 -- * walks: decode, then visit every value, through `qjson.pairs` on
 --   proxies and through `pairs` on cjson's tables;
 -- * escapes: encode plain tables of strings dense in bytes that need an
---   escape (JSON inside JSON, control characters).
+--   escape (JSON inside JSON, control characters);
+-- * escaped text: decode a chat request whose message is written in
+--   `\uXXXX` escapes, as Python's `json.dumps` sends it, and read it.
 --
 -- The OpenResty cjson fork when LUA_CPATH finds it (tools/baselines.sh
 -- builds it), else the installed cjson.
@@ -96,6 +98,20 @@ local ESCAPES = {
     { "base64 with a `/` every 64 bytes", strings(rep(rep("A", 63) .. "/", 2)) },
 }
 
+-- A chat request whose one message is `words` `n` times.
+local function escaped_request(words, n)
+    return '{"model":"gpt-4o","messages":[{"role":"user","content":"'
+           .. rep(words, n) .. '"}]}'
+end
+
+local TEXTS = {
+    { "French, an escape a word", escaped_request("caf\\u00e9 cr\\u00e8me ", 500) },
+    { "Chinese, ASCII commas between words",
+      escaped_request("\\u4f60\\u597d\\u4e16\\u754c, ", 400) },
+    { "Chinese throughout", escaped_request("\\u4f60\\u597d\\u4e16\\u754c\\uff0c", 330) },
+    { "emoji in English", escaped_request("nice work \\ud83d\\ude00 ", 450) },
+}
+
 -- Calls of `f(x)` a second, over ROUND_SECONDS.
 local function rate(f, x)
     collectgarbage()
@@ -147,5 +163,12 @@ for _, case in ipairs(ESCAPES) do
     assert(qjson.encode(case[2]) == cjson.encode(case[2]), case[1])
 end
 
+local function qjson_read(text) return #qjson.decode(text).messages[1].content end
+local function cjson_read(text) return #cjson.decode(text).messages[1].content end
+for _, case in ipairs(TEXTS) do
+    assert(qjson_read(case[2]) == cjson_read(case[2]), case[1])
+end
+
 compare("Walks: decode, then visit every value", "walks", WALKS, qjson_walk, cjson_walk)
 compare("Escapes: encode plain tables", "encodes", ESCAPES, qjson.encode, cjson.encode)
+compare("Escaped text: decode, read the message", "reads", TEXTS, qjson_read, cjson_read)
