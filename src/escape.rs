@@ -98,34 +98,13 @@ pub fn escape(src: &[u8], escape_slash: bool, dst: &mut [u8]) -> (usize, usize) 
         if read == src.len() {
             break;
         }
-        let byte = src[read];
-        let short;
-        let unicode;
-        let escaped: &[u8] = match CLASSES[byte as usize] {
-            Class::Short(c) => {
-                short = [b'\\', c];
-                &short
-            }
-            Class::Unicode => {
-                unicode = [
-                    b'\\',
-                    b'u',
-                    b'0',
-                    b'0',
-                    HEX[usize::from(byte >> 4)],
-                    HEX[usize::from(byte & 15)],
-                ];
-                &unicode
-            }
-            Class::Slash if escape_slash => b"\\/",
-            // A byte copied as is: the run stopped because dst is full.
-            Class::Plain | Class::Slash => break,
-        };
-        if written + escaped.len() > dst.len() {
+        let (escaped, len) = escaped_form(src[read], escape_slash);
+        // A byte copied as is: the run stopped because dst is full.
+        if len == 1 || written + len > dst.len() {
             break;
         }
-        dst[written..written + escaped.len()].copy_from_slice(escaped);
-        written += escaped.len();
+        dst[written..written + len].copy_from_slice(&escaped[..len]);
+        written += len;
         read += 1;
     }
     (read, written)
@@ -303,15 +282,12 @@ fn partial_chunk(src: &[u8]) -> [u8; CHUNK] {
     chunk
 }
 
-/// Writes what byte `b` (one [`specials`] flagged) becomes at `dst`, and
-/// returns its length: 2 for a short escape, 6 for `\u00XX`, 1 for a byte
-/// copied as is. Stores 6 bytes whatever the length.
-///
-/// # Safety
-/// `dst` is valid for writing 6 bytes.
+/// What byte `b` becomes in a JSON string, in the first bytes of the
+/// array, and how many: 2 for a short escape, 6 for `\u00XX`, 1 for the
+/// byte itself (a `/` kept as asked, a byte that needs no escape).
 #[inline(always)]
-unsafe fn write_escape(b: u8, escape_slash: bool, dst: *mut u8) -> usize {
-    let (bytes, len) = match CLASSES[b as usize] {
+fn escaped_form(b: u8, escape_slash: bool) -> ([u8; MAX_ESCAPE], usize) {
+    match CLASSES[b as usize] {
         Class::Short(c) => ([b'\\', c, 0, 0, 0, 0], 2),
         Class::Unicode => (
             [
@@ -326,9 +302,20 @@ unsafe fn write_escape(b: u8, escape_slash: bool, dst: *mut u8) -> usize {
         ),
         Class::Slash if escape_slash => ([b'\\', b'/', 0, 0, 0, 0], 2),
         Class::Slash | Class::Plain => ([b, 0, 0, 0, 0, 0], 1),
-    };
-    // SAFETY: 6 writable bytes at dst (the caller's contract).
-    unsafe { dst.cast::<[u8; 6]>().write_unaligned(bytes) };
+    }
+}
+
+/// Writes what byte `b` (one [`specials`] flagged) becomes at `dst`, and
+/// returns its length ([`escaped_form`]). Stores MAX_ESCAPE bytes
+/// whatever the length.
+///
+/// # Safety
+/// `dst` is valid for writing MAX_ESCAPE bytes.
+#[inline(always)]
+unsafe fn write_escape(b: u8, escape_slash: bool, dst: *mut u8) -> usize {
+    let (bytes, len) = escaped_form(b, escape_slash);
+    // SAFETY: MAX_ESCAPE writable bytes at dst (the caller's contract).
+    unsafe { dst.cast::<[u8; MAX_ESCAPE]>().write_unaligned(bytes) };
     len
 }
 
