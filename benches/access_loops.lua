@@ -7,21 +7,11 @@
 -- make bench's "access" rows set the same kinds of loop beside cjson; this
 -- table shows how each loop grows with the body.
 
-package.path = "lua/?.lua;" .. package.path
+package.path = "lua/?.lua;benches/?.lua;" .. package.path
 
-local ffi = require("ffi")
 local qjson = require("qjson")
 
-ffi.cdef [[
-    struct qjson_loops_timespec { long tv_sec; long tv_nsec; };
-    int clock_gettime(int clock, struct qjson_loops_timespec *ts);
-]]
-local ts = ffi.new("struct qjson_loops_timespec")
-
-local function now()
-    ffi.C.clock_gettime(1, ts)
-    return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-end
+local now = require("clock")
 
 local MESSAGE = '{"role":"user","content":[{"type":"text","text":"m17"}]}'
 

@@ -14,9 +14,8 @@
 -- The OpenResty cjson fork when LUA_CPATH finds it (tools/baselines.sh
 -- builds it), else the installed cjson.
 
-package.path = "lua/?.lua;" .. package.path
+package.path = "lua/?.lua;benches/?.lua;" .. package.path
 
-local ffi = require("ffi")
 local qjson = require("qjson")
 local cjson = require("cjson")
 
@@ -24,16 +23,7 @@ local ROUNDS = tonumber(arg[1]) or 7
 -- Each library's share of a round, in seconds.
 local ROUND_SECONDS = 0.1
 
-ffi.cdef [[
-    struct qjson_trailing_timespec { long tv_sec; long tv_nsec; };
-    int clock_gettime(int clock, struct qjson_trailing_timespec *ts);
-]]
-local ts = ffi.new("struct qjson_trailing_timespec")
-
-local function now()
-    ffi.C.clock_gettime(1, ts)
-    return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-end
+local now = require("clock")
 
 local concat, rep, format = table.concat, string.rep, string.format
 
@@ -44,6 +34,9 @@ local function list(open, n, item, close)
     return open .. concat(parts, ",") .. close
 end
 
+-- Each library's walk of every value under v, counting them, written
+-- out: the same walk made once over its iterator (`pairs` or
+-- `qjson.pairs`, an upvalue) ran cjson's at 0.7x its speed.
 local qpairs = qjson.pairs
 
 local function walk_proxies(v)
