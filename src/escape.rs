@@ -329,7 +329,7 @@ fn specials_of(chunk: &[u8; CHUNK], len: usize) -> u32 {
 /// Bit `k` set when byte `k` of `chunk` may need an escape: below 0x20,
 /// `"`, `\`, `/` or DEL. Exact for the lowest flagged byte; a byte above
 /// it may be flagged in error (the word version's borrows), which
-/// [`escape_byte`] then copies as is. SSE2, part of every x86-64 CPU.
+/// [`escaped_form`] then copies as is. SSE2, part of every x86-64 CPU.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn specials(chunk: &[u8; CHUNK]) -> u32 {
