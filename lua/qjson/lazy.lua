@@ -909,7 +909,7 @@ local IT_ENTRIES = 7
 -- (LuaJIT does not compile making a closure, FNEW), and no loop: every
 -- trace through a `pairs` loop over proxies aborted at one or the other
 -- ("NYI: bytecode 51", "inner loop in root trace"), and a walk over a
--- decoded document ran at 0.14x to 0.72x cjson's speed
+-- decoded document ran at 0.13x to 0.74x cjson's speed
 -- (`benches/trailing.lua`).
 local function object_step(it)
     local st, proxy, code = it[IT_ST], it[IT_PROXY], it[IT_CODE]
