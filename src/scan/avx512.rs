@@ -36,8 +36,9 @@ use super::generic::{Masks, Pass, Simd, Utf8Check};
 use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
 
 /// Proof that the CPU supports AVX-512F, AVX-512BW, AVX-512 VBMI and
-/// VBMI2, AVX2, PCLMULQDQ, POPCNT and BMI1 (`Kernel::is_supported`). `PAIRS`: whether the run classifies two blocks a
-/// turn ([`Simd::PAIRS_BLOCKS`]), which `scan::mod` chooses by the CPU.
+/// VBMI2, AVX2, PCLMULQDQ, POPCNT and BMI1 (`Kernel::is_supported`).
+/// `PAIRS`: whether the run classifies two blocks a turn
+/// ([`Simd::PAIRS_BLOCKS`]), which `scan::mod` chooses by the CPU.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Avx512<const PAIRS: bool>(());
 
