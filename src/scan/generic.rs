@@ -307,14 +307,9 @@ fn push_kept<S: Simd>(simd: S, out: &mut Vec<u32>, kept: &[Kept]) {
     };
     let write = |cursor: *mut u32, k: &Kept| {
         // SAFETY: `push` passes a cursor with room for the mask's offsets
-        // and the slack; a kept count is its mask's (`Keep`).
-        unsafe {
-            if S::KEEPS_COUNTS {
-                simd.write_offsets_counted(cursor, k.base, k.bits, k.count)
-            } else {
-                simd.write_offsets(cursor, k.base, k.bits)
-            }
-        }
+        // and the slack; `count` is the mask's (a kept count is: `Keep`).
+        // (A kernel that keeps none has the default, which ignores it.)
+        unsafe { simd.write_offsets_counted(cursor, k.base, k.bits, count(k)) }
     };
     // SAFETY: the writers write as `push` requires.
     unsafe { push(out, kept, S::WRITE_SLACK, count, write) }
