@@ -221,12 +221,11 @@ local function dispatch(self, out, unterminated)
             unterminated = unterminated or nil,
         }
     else
-        -- (Lines joined by "\n" are never "[DONE]".)
-        local copy = {}
-        for i = 1, 3 * n do
-            copy[i] = parts[i]
-        end
-        ev = { _parts = copy, done = false, unterminated = unterminated or nil }
+        -- (Lines joined by "\n" are never "[DONE]".) The event takes the
+        -- lines' table, and the stream starts another: no copy to make
+        -- and no slots to clear.
+        ev = { _parts = parts, done = false, unterminated = unterminated or nil }
+        self.parts, self.ndata = {}, 0
     end
     local type_src = self.type_src
     if type_src then
