@@ -135,7 +135,11 @@ local function read_whole(f)
     if not read then
         return nil, size .. " bytes: " .. tostring(text)
     end
-    -- (nil for a file of no bytes, or one cut short since.)
+    if text == nil and size > 0 then
+        -- Emptied since its size was taken.
+        return nil, "it ended early"
+    end
+    -- (nil for a file of no bytes.)
     return text or ""
 end
 
