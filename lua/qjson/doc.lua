@@ -63,8 +63,9 @@ local PTR = 1
 -- document's slot in the tracking lists, the native bytes its parse
 -- charged the collector (a small document has no slot, false, and keeps
 -- its block's cdata, see `parse_small` in lua/qjson.lua, in BLOCK
--- instead), the text (never read: it keeps alive the string the native
--- document borrows) and whether the document is qjson.safe's. A hash
+-- instead), the text (never read: it keeps alive the string, or the
+-- string.buffer of a line qjson.sse kept, that the native document
+-- borrows) and whether the document is qjson.safe's. A hash
 -- part is an allocation of its own: with named fields a parse made a
 -- table and four hash nodes, a cursor a table and two.
 local AT, DOC, SLOT, BYTES, BLOCK, SAFE = 2, 3, 4, 5, 6, 8
@@ -612,7 +613,8 @@ _M.address_of = address_of
 
 -- Wraps a native handle from qjson_parse, which charges the collector
 -- `bytes` of native memory, or a small document's handle and its `block`.
--- `src` is the Lua string the handle borrows: keeping it in the state
+-- `src` is the Lua string (or qjson.sse's string.buffer) the handle
+-- borrows, or false when the document owns a copy: keeping it in the state
 -- keeps it alive exactly as long as the handle can be read. The root
 -- document is its own state (one table per parse); a cursor refers to its
 -- root's.
