@@ -89,6 +89,8 @@ local ESCAPES = {
     { "tool-call arguments (JSON in a string)",
       strings('{"location":"Paris, France","unit":"celsius","days":[1,2,3],"ok":true}') },
     { "base64 with a `/` every 64 bytes", strings(rep(rep("A", 63) .. "/", 2)) },
+    { "a line of HTML (quotes, slashes, a line feed)",
+      strings('<a href="https://example.com/x/y">link</a> and "quoted" text\n') },
 }
 
 -- A chat request whose one message is `words` `n` times.

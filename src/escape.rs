@@ -176,6 +176,7 @@ pub fn escape_into(src: &[u8], escape_slash: bool, out: &mut Vec<u8>) {
 /// qjson trailed cjson" in docs/benchmarks.md).
 #[inline(never)]
 fn escape_from(src: &[u8], mut read: usize, escape_slash: bool, out: &mut Vec<u8>) {
+    let forms = &FORMS[usize::from(escape_slash)];
     loop {
         out.reserve(src.len() - read + 1 + CHUNK + ESCAPE_GROWTH);
         let dst = out.as_mut_ptr();
@@ -187,10 +188,12 @@ fn escape_from(src: &[u8], mut read: usize, escape_slash: bool, out: &mut Vec<u8
         // more. `len` is the reserve's length plus the bytes of `src`
         // read since and `grown`: a chunk store (CHUNK bytes) starts at
         // most that many bytes past the first `len`, and an escape's
-        // store (6 bytes, for a byte of `src` not yet read) too, with
-        // `grown` at most ESCAPE_GROWTH - 5 before it (the bytes escaped
-        // in a turn are counted before the turn) and ESCAPE_GROWTH after.
-        // The length covers the bytes stored so far.
+        // store (ESCAPE_STORE bytes, for a byte of `src` not yet read)
+        // too, with `grown` at most ESCAPE_GROWTH - 5 before it (the
+        // bytes escaped in a turn are counted before the turn), so that
+        // it ends at most ESCAPE_STORE - 6 bytes into the quote's and the
+        // chunk's room (asserted beside ESCAPE_STORE); `grown` is ESCAPE_GROWTH at most
+        // after it. The length covers the bytes stored so far.
         unsafe {
             loop {
                 let rest = src.get(read..).unwrap_or_default();
@@ -223,7 +226,7 @@ fn escape_from(src: &[u8], mut read: usize, escape_slash: bool, out: &mut Vec<u8
                     break;
                 }
                 while read < end {
-                    let written = write_escape(src[read], escape_slash, dst.add(len));
+                    let written = write_escape(src[read], forms, dst.add(len));
                     grown += written - 1;
                     len += written;
                     read += 1;
@@ -282,41 +285,77 @@ fn partial_chunk(src: &[u8]) -> [u8; CHUNK] {
     chunk
 }
 
-/// What byte `b` becomes in a JSON string, in the first bytes of the
-/// array, and how many: 2 for a short escape, 6 for `\u00XX`, 1 for the
-/// byte itself (a `/` kept as asked, a byte that needs no escape).
-#[inline(always)]
-fn escaped_form(b: u8, escape_slash: bool) -> ([u8; MAX_ESCAPE], usize) {
-    match CLASSES[b as usize] {
-        Class::Short(c) => ([b'\\', c, 0, 0, 0, 0], 2),
-        Class::Unicode => (
-            [
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(b >> 4)],
-                HEX[usize::from(b & 15)],
-            ],
-            6,
-        ),
-        Class::Slash if escape_slash => ([b'\\', b'/', 0, 0, 0, 0], 2),
-        Class::Slash | Class::Plain => ([b, 0, 0, 0, 0, 0], 1),
+/// What each byte becomes in a JSON string, packed in a word: the bytes
+/// of its form from the lowest up (2 for a short escape, 6 for `\u00XX`,
+/// the byte itself for a `/` kept as asked or a byte that needs no
+/// escape) and their count in the top byte. Indexed by whether `/` is
+/// escaped, then by the byte.
+///
+/// A word, not a match on the byte's class: [`write_escape`] stores it
+/// whole and adds its count, with no branch. Text whose escapes come every
+/// few bytes at no fixed distance (JSON inside a string, HTML) made the
+/// match's branches mispredict at about every escape: tool-call arguments
+/// encoded at 0.95x cjson's speed and a line of HTML at 0.85x on an AMD
+/// EPYC (Zen 5), and at 1.28x and 1.22-1.33x this way (`luajit
+/// benches/trailing.lua`; docs/benchmarks.md, "Where qjson trailed
+/// cjson").
+static FORMS: [[u64; 256]; 2] = [forms(false), forms(true)];
+
+const fn forms(escape_slash: bool) -> [u64; 256] {
+    let classes = classes();
+    let mut table = [0u64; 256];
+    let mut b = 0;
+    while b < 256 {
+        let (bytes, len) = match classes[b] {
+            Class::Short(c) => ([b'\\', c, 0, 0, 0, 0], 2),
+            Class::Unicode => ([b'\\', b'u', b'0', b'0', HEX[b >> 4], HEX[b & 15]], 6),
+            Class::Slash if escape_slash => ([b'\\', b'/', 0, 0, 0, 0], 2),
+            Class::Slash | Class::Plain => ([b as u8, 0, 0, 0, 0, 0], 1),
+        };
+        let mut word = (len as u64) << 56;
+        let mut i = 0;
+        while i < len {
+            word |= (bytes[i] as u64) << (8 * i);
+            i += 1;
+        }
+        table[b] = word;
+        b += 1;
     }
+    table
 }
 
-/// Writes what byte `b` (one [`specials`] flagged) becomes at `dst`, and
-/// returns its length ([`escaped_form`]). Stores MAX_ESCAPE bytes
-/// whatever the length.
+/// What byte `b` becomes in a JSON string, in the first bytes of the
+/// array, and how many ([`FORMS`]).
+#[inline(always)]
+fn escaped_form(b: u8, escape_slash: bool) -> ([u8; MAX_ESCAPE], usize) {
+    let word = FORMS[usize::from(escape_slash)][usize::from(b)];
+    let mut bytes = [0; MAX_ESCAPE];
+    bytes.copy_from_slice(&word.to_le_bytes()[..MAX_ESCAPE]);
+    (bytes, (word >> 56) as usize)
+}
+
+/// How many bytes [`write_escape`] stores: its form's word, whole.
+const ESCAPE_STORE: usize = 8;
+
+// An escape's store ends within the room `escape_from` reserves past the
+// string for its closing quote and a chunk (see its Safety comment).
+const _: () = assert!(ESCAPE_STORE - 6 <= 1 + CHUNK);
+
+/// Writes what byte `b` (one [`specials`] flagged) becomes at `dst`, by
+/// `forms` (a table of [`FORMS`]), and returns its length. Stores
+/// [`ESCAPE_STORE`] bytes whatever the length.
 ///
 /// # Safety
-/// `dst` is valid for writing MAX_ESCAPE bytes.
+/// `dst` is valid for writing `ESCAPE_STORE` bytes.
 #[inline(always)]
-unsafe fn write_escape(b: u8, escape_slash: bool, dst: *mut u8) -> usize {
-    let (bytes, len) = escaped_form(b, escape_slash);
-    // SAFETY: MAX_ESCAPE writable bytes at dst (the caller's contract).
-    unsafe { dst.cast::<[u8; MAX_ESCAPE]>().write_unaligned(bytes) };
-    len
+unsafe fn write_escape(b: u8, forms: &[u64; 256], dst: *mut u8) -> usize {
+    let word = forms[usize::from(b)];
+    // SAFETY: ESCAPE_STORE writable bytes at dst (the caller's contract).
+    unsafe {
+        dst.cast::<[u8; ESCAPE_STORE]>()
+            .write_unaligned(word.to_le_bytes())
+    };
+    (word >> 56) as usize
 }
 
 /// [`specials`] of the first `len` bytes of `chunk`, those of the string
