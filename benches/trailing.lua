@@ -105,6 +105,10 @@ local TEXTS = {
       escaped_request("\\u4f60\\u597d\\u4e16\\u754c, ", 400) },
     { "Chinese throughout", escaped_request("\\u4f60\\u597d\\u4e16\\u754c\\uff0c", 330) },
     { "emoji in English", escaped_request("nice work \\ud83d\\ude00 ", 450) },
+    { "Russian, every letter escaped",
+      escaped_request("\\u043f\\u0440\\u0438\\u0432\\u0435\\u0442 \\u043c\\u0438\\u0440, ", 180) },
+    { "English, a line feed every 72 bytes",
+      escaped_request(rep("the quick brown fox ", 3) .. "jumps over it\\n", 140) },
 }
 
 -- Calls of `f(x)` a second, over ROUND_SECONDS.

@@ -68,6 +68,8 @@ sweeps=(
     escapes_agree_with_validation_at_every_offset_around_the_chunks
     runs_of_escapes_decode_as_validation_and_reads_do long_strings_end_where_validation_ends_them
     keys_chosen_to_collide_cost_linear_work
+    blocks_decode_as_one_at_a_time an_escape_at_every_offset_of_a_block
+    runs_escaped_throughout_decode_by_groups_and_blocks
 )
 skip=()
 for t in "${sweeps[@]}"; do skip+=(--skip "$t"); done

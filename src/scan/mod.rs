@@ -38,6 +38,12 @@ mod neon;
 
 use core::sync::atomic::{AtomicU8, Ordering};
 
+/// Which bytes of a block a run of backslashes escapes: also what finds
+/// the escapes of a string body decoded by blocks
+/// (`crate::values::unescape_blocks`, on x86).
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+pub(crate) use generic::escaped_bits;
+
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Index;
 

@@ -3,3 +3,4 @@
 pub(crate) mod bmp_run;
 pub mod number;
 pub mod string;
+pub(crate) mod unescape_blocks;

@@ -1,0 +1,227 @@
+//! String bodies decoded 64 bytes at a time: every escape of a block
+//! decoded in place at once, and the block's bytes packed together by the
+//! mask of those that stay. What text with an escape every few bytes needs
+//! (Python's `json.dumps` writes every non-ASCII character as `\uXXXX`: a
+//! word in French or German has one, one in Russian or Greek is made of
+//! them), where decoding one escape at a time ([`super::string`]) spent
+//! about 70 instructions on each, and a read of a 10 KB message took
+//! longer than cjson's whole decode of it.
+//!
+//! Only the `avx512` kernel has the instruction that packs a block's bytes
+//! by a mask (`vpcompressb`, VBMI2); every other kernel decodes here
+//! nothing, and the one-at-a-time loop takes the whole string.
+//!
+//! # A block
+//!
+//! The escapes that start in the block are its active backslashes (the
+//! first, third, ... of a run, as stage 1 finds them:
+//! [`crate::scan::escaped_bits`]). Each is decoded where it stands: its
+//! UTF-8 bytes (one for a two-byte escape, one to three for a `\uXXXX`,
+//! four for a surrogate pair) replace its first bytes, and the rest of it
+//! is dropped from the mask of bytes kept. Each output byte is worked out at every position of the
+//! block at once, as if an escape started there, and kept where one does.
+//!
+//! A block ends before an escape that may run past it (the next block
+//! starts with it), and the blocks stop, for the caller to go on one
+//! escape at a time, before an escape they do not take (a lone surrogate,
+//! or an invalid escape: garbage, whose output is unspecified) and at a
+//! block where they do not pay:
+//!
+//! * **Few escapes.** A block costs about what the one-at-a-time loop
+//!   spends on 16 bytes and an escape, so a block of fewer than four
+//!   escapes is left to it: by blocks, a message with a line feed every
+//!   72 bytes read at about half the speed, source code (an escape every
+//!   21 bytes) at 0.7 times.
+//! * **Runs of characters from U+0800.** Chinese escaped throughout
+//!   decodes faster by the groups of four of [`super::bmp_run`]: by
+//!   blocks it read at 0.6 times their speed.
+//!
+//! (docs/benchmarks.md, "Escaped text by blocks", has the figures.)
+//!
+//! The caller tries the blocks once, at a string's start
+//! (`string::unescape_to`), as a text tends to be one kind throughout;
+//! a string whose start has few escapes is decoded one at a time.
+
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+mod avx512;
+
+#[cfg(all(any(target_arch = "x86", target_arch = "x86_64"), not(miri)))]
+use crate::scan::{self, Kernel};
+
+/// Whether this CPU decodes blocks here (the `avx512` kernel is active).
+/// Never under Miri, which does not emulate `vpermb` and `vpcompressb`.
+#[inline]
+pub(crate) fn available() -> bool {
+    #[cfg(all(any(target_arch = "x86", target_arch = "x86_64"), not(miri)))]
+    if let Ok(Kernel::Avx512) = scan::active_kernel() {
+        return true;
+    }
+    false
+}
+
+/// Decodes `body[r..]` into `dst[w..]` block by block until its end, an
+/// escape a block does not take or a block where blocks do not pay (see
+/// the module docs); returns where reading and writing stopped, outside
+/// any escape, for the caller to go on from. Writing never overtakes
+/// reading (`w <= r` on entry stays so), and nothing is written past
+/// `dst`'s end. Decodes nothing unless [`available`], or when `dst` is
+/// shorter than `body`.
+#[inline]
+pub(crate) fn decode(body: &[u8], r: usize, dst: &mut [u8], w: usize) -> (usize, usize) {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    if available() {
+        // SAFETY: the `avx512` kernel is active, so the CPU has what it
+        // requires: AVX-512F, BW, VBMI and VBMI2, and BMI1 and POPCNT.
+        let token = unsafe { avx512::Avx512::new_unchecked() };
+        return avx512::run(token, body, r, dst, w);
+    }
+    let _ = (body, dst);
+    (r, w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::values::string::{unescape_into, unescape_one_at_a_time};
+
+    /// `body` decoded by blocks from its start, the rest one at a time,
+    /// and by `unescape_into`, against one escape at a time throughout.
+    fn check(body: &[u8]) {
+        let want = unescape_one_at_a_time(body);
+        let mut dst = vec![0u8; body.len() + 4];
+        let (r, w) = decode(body, 0, &mut dst, 0);
+        assert!(w <= r && r <= body.len(), "{r} {w}");
+        dst.truncate(w);
+        dst.extend_from_slice(&unescape_one_at_a_time(&body[r..]));
+        assert_eq!(dst, want, "{}", String::from_utf8_lossy(body));
+        let mut whole = b"before".to_vec();
+        unescape_into(body, &mut whole);
+        assert_eq!(&whole[6..], want, "{}", String::from_utf8_lossy(body));
+    }
+
+    /// A random generator (xorshift), seeded.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    /// Valid escapes of every kind, and plain pieces, one of each.
+    const PIECES: &[&str] = &[
+        r"\n",
+        r#"\""#,
+        r"\\",
+        r"\/",
+        r"\b",
+        r"\f",
+        r"\r",
+        r"\t",
+        r"\u0000",
+        r"\u0041",
+        r"\u007f",
+        r"\u0080",
+        r"\u00e9",
+        r"\u00E8",
+        r"\u03b3",
+        r"\u043F",
+        r"\u07ff",
+        r"\u0800",
+        r"\u4f60",
+        r"\uFFFD",
+        r"\uffff",
+        r"\ud83d\ude00",
+        r"\uDBFF\uDFFF",
+        "a",
+        " ",
+        "caf",
+        "é",
+        "中",
+        "0123456789abcdef",
+    ];
+
+    #[test]
+    fn blocks_decode_as_one_at_a_time() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..20_000 {
+            let n = rng.below(60);
+            let body: String = (0..n).map(|_| PIECES[rng.below(PIECES.len())]).collect();
+            check(body.as_bytes());
+        }
+    }
+
+    #[test]
+    fn an_escape_at_every_offset_of_a_block() {
+        // Each escape, or two back to back, at every offset of the first
+        // blocks, after plain bytes and before more, cut at every length.
+        for esc in PIECES.iter().take(23) {
+            for second in [r"\u00e9", r"\n", "x", r"\ud83d\ude00"] {
+                for at in 0..140 {
+                    let body = format!("{}{esc}{second}{}", "p".repeat(at), "q".repeat(70));
+                    for len in [
+                        at,
+                        at + 1,
+                        at + 3,
+                        at + 5,
+                        at + 6,
+                        at + 7,
+                        at + 12,
+                        body.len(),
+                    ] {
+                        if let Some(cut) = body.as_bytes().get(..len) {
+                            check(cut);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn runs_escaped_throughout_decode_by_groups_and_blocks() {
+        // A run of escapes of characters from U+0800 (which blocks leave
+        // to the groups of `bmp_run`) or below (which they take), long and
+        // short, at every offset, between other text.
+        for unit in ["\\u4f60", "\\u043f", "\\u00e9", "\\u0800", "\\u07ff"] {
+            for n in [1, 3, 4, 7, 8, 9, 12, 25] {
+                for at in 0..70 {
+                    let body = format!(
+                        "{}{}\\n{}x\\ud83d\\ude00{}",
+                        "p".repeat(at),
+                        unit.repeat(n),
+                        "\\u4e16".repeat(n % 5),
+                        unit.repeat(n / 2)
+                    );
+                    check(body.as_bytes());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        // Unvalidated bytes decode to something unspecified, but within
+        // bounds, and the rest one at a time agrees with the whole.
+        let alphabet = *b"\\u0dDfF8zx\"n ";
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for _ in 0..20_000 {
+            let n = rng.below(150);
+            let body: Vec<u8> = (0..n)
+                .map(|_| alphabet[rng.below(alphabet.len())])
+                .collect();
+            let mut dst = vec![0u8; body.len() + 4];
+            let (r, w) = decode(&body, 0, &mut dst, 0);
+            assert!(w <= r && r <= body.len());
+            let mut whole = Vec::new();
+            unescape_into(&body, &mut whole);
+        }
+    }
+}
