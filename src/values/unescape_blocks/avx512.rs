@@ -155,8 +155,8 @@ unsafe fn run_avx512(
         };
         // SAFETY: r < body.len(); the loads read the `len` bytes from r,
         // within `body`, and (masked when fewer than 64) no byte past them.
-        // (Masked for every block, the loads made a read of a message in
-        // Russian take a quarter longer on an AMD EPYC, Zen 5.)
+        // (Masked for every block, the loads cost a read of escaped text
+        // more time on an AMD EPYC, Zen 5.)
         let v = unsafe {
             let at = body.as_ptr().add(r);
             if len == 64 {

@@ -3,9 +3,9 @@
 //! mask of those that stay. What text with an escape every few bytes needs
 //! (Python's `json.dumps` writes every non-ASCII character as `\uXXXX`: a
 //! word in French or German has one, one in Russian or Greek is made of
-//! them), where decoding one escape at a time ([`super::string`]) spent
-//! about 70 instructions on each, and a read of a 10 KB message took
-//! longer than cjson's whole decode of it.
+//! them), where a read that decoded one escape at a time
+//! ([`super::string`]) took longer than cjson's whole decode of the
+//! message.
 //!
 //! Only the `avx512` kernel has the instruction that packs a block's bytes
 //! by a mask (`vpcompressb`, VBMI2); every other kernel decodes here
@@ -27,14 +27,13 @@
 //! or an invalid escape: garbage, whose output is unspecified) and at a
 //! block where they do not pay:
 //!
-//! * **Few escapes.** A block costs about what the one-at-a-time loop
-//!   spends on 16 bytes and an escape, so a block of fewer than four
-//!   escapes is left to it: by blocks, a message with a line feed every
-//!   72 bytes read at about half the speed, source code (an escape every
-//!   21 bytes) at 0.7 times.
+//! * **Few escapes.** A block of fewer than four escapes is left to the
+//!   one-at-a-time loop: by blocks, a message with a line feed every 72
+//!   bytes was decoded and read at about 0.8 times the speed, source code
+//!   (an escape every 21 bytes) at 0.76 times.
 //! * **Runs of characters from U+0800.** Chinese escaped throughout
 //!   decodes faster by the groups of four of [`super::bmp_run`]: by
-//!   blocks it read at 0.6 times their speed.
+//!   blocks it was decoded and read at about 0.85 times their speed.
 //!
 //! (docs/benchmarks.md, "Escaped text by blocks", has the figures.)
 //!
