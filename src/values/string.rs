@@ -54,6 +54,30 @@ pub(crate) fn unescape_one_at_a_time(body: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Checks a SIMD decoder of string bodies that decodes a prefix of
+/// `body` and gives where its reading and writing stopped (`bmp_run`'s
+/// groups, `unescape_blocks`): what it wrote, then the rest decoded one
+/// escape at a time, and `unescape_into` of the whole after other bytes,
+/// each against one escape at a time throughout. Returns where it
+/// stopped reading.
+#[cfg(test)]
+pub(crate) fn check_prefix_decoder(
+    body: &[u8],
+    decode: impl FnOnce(&[u8], &mut [u8]) -> (usize, usize),
+) -> usize {
+    let want = unescape_one_at_a_time(body);
+    let mut dst = vec![0u8; body.len() + 4];
+    let (r, w) = decode(body, &mut dst);
+    assert!(w <= r && r <= body.len(), "{r} {w}");
+    dst.truncate(w);
+    dst.extend_from_slice(&unescape_one_at_a_time(&body[r..]));
+    assert_eq!(dst, want, "{}", String::from_utf8_lossy(body));
+    let mut whole = b"before".to_vec();
+    unescape_into(body, &mut whole);
+    assert_eq!(&whole[6..], want, "{}", String::from_utf8_lossy(body));
+    r
+}
+
 /// Decodes `body` into `dst`, at least `ESCAPE_SLACK` bytes longer than
 /// it, runs of `\uXXXX` by groups when `RUNS`; returns the bytes written.
 /// Writing never overtakes reading (no escape decodes to more bytes than
@@ -278,8 +302,9 @@ impl BadEscape {
 
 /// For each byte that makes a two-byte escape after a backslash (`\"`,
 /// `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`), the byte it stands for; 0
-/// for every other byte (no short escape stands for 0).
-static SHORT_ESCAPES: [u8; 256] = {
+/// for every other byte (no short escape stands for 0). Also the table
+/// `unescape_blocks` looks short escapes up in, 128 bytes at a time.
+pub(crate) static SHORT_ESCAPES: [u8; 256] = {
     let mut table = [0; 256];
     let pairs = [
         (b'"', b'"'),

@@ -8,6 +8,7 @@ use core::arch::x86::*;
 use core::arch::x86_64::*;
 
 use crate::scan::escaped_bits;
+use crate::values::string::SHORT_ESCAPES;
 
 /// Proof that the CPU supports AVX-512F, BW, VBMI and VBMI2, BMI1 and
 /// POPCNT.
@@ -46,21 +47,6 @@ static POSITIONS: [u8; 64] = {
         i += 1;
     }
     p
-};
-
-/// For each byte below 0x80, the byte a backslash before it stands for
-/// (`n` a line feed, `"` itself, ...), or 0 where that is no escape.
-static SHORT_ESCAPES: [u8; 128] = {
-    let mut t = [0u8; 128];
-    t[b'"' as usize] = b'"';
-    t[b'\\' as usize] = b'\\';
-    t[b'/' as usize] = b'/';
-    t[b'b' as usize] = 0x08;
-    t[b'f' as usize] = 0x0c;
-    t[b'n' as usize] = b'\n';
-    t[b'r' as usize] = b'\r';
-    t[b't' as usize] = b'\t';
-    t
 };
 
 /// For each byte below 0x80, its value as a hex digit, or 0xff where it
@@ -113,8 +99,8 @@ unsafe fn run_avx512(
         return (r, w);
     }
     let splat = |b: u8| _mm512_set1_epi8(b as i8);
-    // SAFETY: POSITIONS is 64 readable bytes, SHORT_ESCAPES and
-    // HEX_DIGITS 128 each.
+    // SAFETY: POSITIONS is 64 readable bytes, HEX_DIGITS 128 and
+    // SHORT_ESCAPES 256 (its first 128, the bytes below 0x80, are read).
     let (positions, short_low, short_high, hex_low, hex_high) = unsafe {
         (
             _mm512_loadu_si512(POSITIONS.as_ptr().cast()),

@@ -81,37 +81,13 @@ pub(crate) fn decode(body: &[u8], r: usize, dst: &mut [u8], w: usize) -> (usize,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::values::string::{unescape_into, unescape_one_at_a_time};
+    use crate::testing::{Rng, rounds};
+    use crate::values::string::{check_prefix_decoder, unescape_into};
 
     /// `body` decoded by blocks from its start, the rest one at a time,
     /// and by `unescape_into`, against one escape at a time throughout.
     fn check(body: &[u8]) {
-        let want = unescape_one_at_a_time(body);
-        let mut dst = vec![0u8; body.len() + 4];
-        let (r, w) = decode(body, 0, &mut dst, 0);
-        assert!(w <= r && r <= body.len(), "{r} {w}");
-        dst.truncate(w);
-        dst.extend_from_slice(&unescape_one_at_a_time(&body[r..]));
-        assert_eq!(dst, want, "{}", String::from_utf8_lossy(body));
-        let mut whole = b"before".to_vec();
-        unescape_into(body, &mut whole);
-        assert_eq!(&whole[6..], want, "{}", String::from_utf8_lossy(body));
-    }
-
-    /// A random generator (xorshift), seeded.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
+        check_prefix_decoder(body, |body, dst| decode(body, 0, dst, 0));
     }
 
     /// Valid escapes of every kind, and plain pieces, one of each.
@@ -149,8 +125,8 @@ mod tests {
 
     #[test]
     fn blocks_decode_as_one_at_a_time() {
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        for _ in 0..20_000 {
+        let mut rng = Rng::new(1);
+        for _ in 0..rounds(20_000) {
             let n = rng.below(60);
             let body: String = (0..n).map(|_| PIECES[rng.below(PIECES.len())]).collect();
             check(body.as_bytes());
@@ -210,8 +186,8 @@ mod tests {
         // Unvalidated bytes decode to something unspecified, but within
         // bounds, and the rest one at a time agrees with the whole.
         let alphabet = *b"\\u0dDfF8zx\"n ";
-        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-        for _ in 0..20_000 {
+        let mut rng = Rng::new(2);
+        for _ in 0..rounds(20_000) {
             let n = rng.below(150);
             let body: Vec<u8> = (0..n)
                 .map(|_| alphabet[rng.below(alphabet.len())])
