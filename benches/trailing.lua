@@ -9,7 +9,8 @@
 -- * escapes: encode plain tables of strings dense in bytes that need an
 --   escape (JSON inside JSON, control characters);
 -- * escaped text: decode a chat request whose message is written in
---   `\uXXXX` escapes, as Python's `json.dumps` sends it, and read it.
+--   `\uXXXX` escapes, as Python's `json.dumps` sends it, and read it
+--   (lazily, then with `lazy = false`).
 --
 -- The OpenResty cjson fork when LUA_CPATH finds it (tools/baselines.sh
 -- builds it), else the installed cjson.
@@ -162,12 +163,18 @@ for _, case in ipairs(ESCAPES) do
     assert(qjson.encode(case[2]) == cjson.encode(case[2]), case[1])
 end
 
+local EAGER = { lazy = false }
 local function qjson_read(text) return #qjson.decode(text).messages[1].content end
+local function qjson_eager_read(text) return #qjson.decode(text, EAGER).messages[1].content end
 local function cjson_read(text) return #cjson.decode(text).messages[1].content end
 for _, case in ipairs(TEXTS) do
-    assert(qjson_read(case[2]) == cjson_read(case[2]), case[1])
+    local want = cjson.decode(case[2]).messages[1].content
+    assert(qjson.decode(case[2]).messages[1].content == want, case[1])
+    assert(qjson.decode(case[2], EAGER).messages[1].content == want, case[1])
 end
 
 compare("Walks: decode, then visit every value", "walks", WALKS, qjson_walk, cjson_walk)
 compare("Escapes: encode plain tables", "encodes", ESCAPES, qjson.encode, cjson.encode)
 compare("Escaped text: decode, read the message", "reads", TEXTS, qjson_read, cjson_read)
+compare("Escaped text: decode with lazy = false, read the message", "reads", TEXTS,
+        qjson_eager_read, cjson_read)

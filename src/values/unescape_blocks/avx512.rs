@@ -7,6 +7,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
+use super::Run;
 use crate::scan::escaped_bits;
 use crate::values::string::SHORT_ESCAPES;
 
@@ -24,17 +25,18 @@ impl Avx512 {
     }
 }
 
-/// [`super::decode`] with AVX-512.
-pub(crate) fn run(
+/// [`super::decode`] with AVX-512, or [`super::decode_string`] when
+/// `STRING`.
+pub(crate) fn run<const STRING: bool>(
     token: Avx512,
     body: &[u8],
     r: usize,
     dst: &mut [u8],
     w: usize,
-) -> (usize, usize) {
+) -> Run {
     // SAFETY: an `Avx512` exists, so the CPU has the features run_avx512
     // enables.
-    unsafe { run_avx512(token, body, r, dst, w) }
+    unsafe { run_avx512::<STRING>(token, body, r, dst, w) }
 }
 
 /// Byte `i` holds `i`: the block's positions, from which `vpermb`'s
@@ -87,17 +89,24 @@ const RUN: u64 = 0x0410_4104_1041;
 /// # Safety
 /// The CPU must support what an [`Avx512`] stands for.
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi1,popcnt")]
-unsafe fn run_avx512(
+unsafe fn run_avx512<const STRING: bool>(
     _token: Avx512,
     body: &[u8],
     mut r: usize,
     dst: &mut [u8],
     mut w: usize,
-) -> (usize, usize) {
-    // Writing stays within `dst` because it never overtakes reading.
-    if w > r || dst.len() < body.len() {
-        return (r, w);
+) -> Run {
+    // Writing stays within `dst` because it never overtakes reading, or
+    // (`STRING`) because a block is taken only with 64 bytes of room.
+    if w > r || !STRING && dst.len() < body.len() {
+        return Run {
+            r,
+            w,
+            high: false,
+            room: false,
+        };
     }
+    let (mut high_bytes, mut room) = (0, false);
     let splat = |b: u8| _mm512_set1_epi8(b as i8);
     // SAFETY: POSITIONS is 64 readable bytes, HEX_DIGITS 128 and
     // SHORT_ESCAPES 256 (its first 128, the bytes below 0x80, are read).
@@ -131,7 +140,13 @@ unsafe fn run_avx512(
         };
     }
     let or3 = |a, b, c| _mm512_or_si512(_mm512_or_si512(a, b), c);
+    // The bytes before `n`.
+    let before = |n: usize| if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
     while r < body.len() {
+        if STRING && w + 64 > dst.len() {
+            room = true;
+            break;
+        }
         let rest = body.len() - r;
         let len = rest.min(64);
         let in_block = if len == 64 {
@@ -152,15 +167,39 @@ unsafe fn run_avx512(
             }
         };
         let backslashes = _mm512_cmpeq_epi8_mask(v, splat(b'\\')) & in_block;
-        if backslashes == 0 {
-            // SAFETY: w + len <= r + len <= body.len() <= dst.len().
-            unsafe { store(dst, w, v, len) };
-            (r, w) = (r + len, w + len);
+        let escaped = escaped_bits(backslashes, &mut 0);
+        // In a string of a text (`STRING`): where it ends, at its closing
+        // quote, or at a raw control byte (an error, for the caller to
+        // report).
+        let end = if STRING {
+            let quotes = _mm512_cmpeq_epi8_mask(v, splat(b'"')) & !escaped;
+            let controls = _mm512_cmplt_epu8_mask(v, splat(0x20));
+            (quotes | controls) & in_block
+        } else {
+            0
+        };
+        if backslashes == 0
+            || STRING && end != 0 && end.trailing_zeros() < backslashes.trailing_zeros()
+        {
+            // No escape before the end of the block, or of the string.
+            let n = if end == 0 {
+                len
+            } else {
+                end.trailing_zeros() as usize
+            };
+            high_bytes |= _mm512_movepi8_mask(v) & before(n);
+            // SAFETY: w + n <= r + n <= body.len() <= dst.len(), or (STRING)
+            // w + 64 <= dst.len().
+            unsafe { store(dst, w, v, n) };
+            (r, w) = (r + n, w + n);
+            if n < len {
+                break;
+            }
             continue;
         }
         // The escapes' backslashes: the first of each run, and every
         // other one after it (the block starts outside any escape).
-        let starts = backslashes & !escaped_bits(backslashes, &mut 0);
+        let starts = backslashes & !escaped;
         if starts.count_ones() < DENSE
             || starts & RUN == RUN
                 && matches!(body[r..], [_, b'u', d, e, ..] if d != b'0' || e >= b'8')
@@ -193,6 +232,12 @@ unsafe fn run_avx512(
             } else {
                 late.trailing_zeros() as usize
             }
+        };
+        // (An end in the string comes before any escape after it.)
+        let (taken, at_string_end) = if end != 0 && (end.trailing_zeros() as usize) < taken {
+            (end.trailing_zeros() as usize, true)
+        } else {
+            (taken, false)
         };
         let unicode = starts & _mm512_cmpeq_epi8_mask(after, splat(b'u'));
         let short = starts & !unicode;
@@ -231,7 +276,6 @@ unsafe fn run_avx512(
         };
         let left_over =
             short & bad_short | unicode & !pair & !(pair << 6) & (bad_unicode | surrogate) | cut;
-        let before = |n: usize| if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
         let left_over = left_over & before(taken);
         // Decodes the escapes before `$taken` and writes the block's bytes
         // up to there; gives where reading and writing go on. (A macro,
@@ -306,10 +350,12 @@ unsafe fn run_avx512(
                 // Every escape taken ends before `taken`: no shift carries a
                 // bit out of the mask.
                 let kept = before & !dropped;
+                high_bytes |= _mm512_movepi8_mask(v) & before;
                 let packed = _mm512_maskz_compress_epi8(kept, out);
                 let count = kept.count_ones() as usize;
                 // SAFETY: the bytes kept lie before `taken`: w + count <= r +
-                // taken <= body.len() <= dst.len().
+                // taken <= body.len() <= dst.len(), or (STRING) w + 64 <=
+                // dst.len().
                 unsafe { store(dst, w, packed, count) };
                 (r + taken, w + count)
             }};
@@ -320,8 +366,16 @@ unsafe fn run_avx512(
             break;
         }
         (r, w) = write!(taken);
+        if at_string_end {
+            break;
+        }
     }
-    (r, w)
+    Run {
+        r,
+        w,
+        high: high_bytes != 0,
+        room,
+    }
 }
 
 /// Stores the first `n` (at most 64) bytes of `v` at `dst[w..]`, and

@@ -40,6 +40,12 @@
 //! The caller tries the blocks once, at a string's start
 //! (`string::unescape_to`), as a text tends to be one kind throughout;
 //! a string whose start has few escapes is decoded one at a time.
+//!
+//! The eager decoder (`lazy = false`) decodes strings of text it has not
+//! validated with them too ([`decode_string`]): there a block also ends
+//! at the string's closing quote, and stops at a raw control byte, and
+//! every escape it takes it has checked as validation would (hex digits,
+//! surrogates in pairs, the eight short escapes).
 
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod avx512;
@@ -72,17 +78,55 @@ pub(crate) fn decode(body: &[u8], r: usize, dst: &mut [u8], w: usize) -> (usize,
         // SAFETY: the `avx512` kernel is active, so the CPU has what it
         // requires: AVX-512F, BW, VBMI and VBMI2, and BMI1 and POPCNT.
         let token = unsafe { avx512::Avx512::new_unchecked() };
-        return avx512::run(token, body, r, dst, w);
+        let run = avx512::run::<false>(token, body, r, dst, w);
+        return (run.r, run.w);
     }
     let _ = (body, dst);
     (r, w)
+}
+
+/// Where [`decode_string`] stopped.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Run {
+    /// Where reading stopped: outside any escape.
+    pub r: usize,
+    /// Where writing stopped.
+    pub w: usize,
+    /// Whether a byte read (not written) was 0x80 or more.
+    pub high: bool,
+    /// Whether it stopped for want of room: 64 bytes from `w`.
+    pub room: bool,
+}
+
+/// [`decode`] of the string of a text that is not validated yet, from
+/// `src[r]` (inside the string, outside any escape) on: up to its closing
+/// quote or a raw control byte (an error), also stopping where `decode`
+/// stops and where `dst` has no 64 bytes of room from `w` (`room`, for
+/// the caller to make some and call again). Every escape it decodes is
+/// valid; what it leaves, the caller checks. What the eager decoder
+/// (`lazy = false`) decodes strings with.
+#[inline]
+pub(crate) fn decode_string(src: &[u8], r: usize, dst: &mut [u8], w: usize) -> Run {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    if available() {
+        // SAFETY: as in `decode`.
+        let token = unsafe { avx512::Avx512::new_unchecked() };
+        return avx512::run::<true>(token, src, r, dst, w);
+    }
+    let _ = (src, dst);
+    Run {
+        r,
+        w,
+        high: false,
+        room: false,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testing::{Rng, rounds};
-    use crate::values::string::{check_prefix_decoder, unescape_into};
+    use crate::values::string::{check_prefix_decoder, unescape_into, unescape_one_at_a_time};
 
     /// `body` decoded by blocks from its start, the rest one at a time,
     /// and by `unescape_into`, against one escape at a time throughout.
@@ -178,6 +222,77 @@ mod tests {
                     check(body.as_bytes());
                 }
             }
+        }
+    }
+
+    /// `body` as the string of a text, followed by `after`, decoded by
+    /// [`decode_string`] from the body's start in as little room as it
+    /// takes (made 64 bytes at a time, as it asks): it stops at the
+    /// closing quote or before, at an escape or byte a check must see,
+    /// and what it wrote, then the rest of the body one escape at a
+    /// time, is the body's decoding; it saw a byte from 0x80 where the
+    /// part it read has one.
+    fn check_string(body: &[u8], after: &[u8]) {
+        let src = [&b"\""[..], body, b"\"", after].concat();
+        // Where the string ends: its first quote no backslash escapes (an
+        // invalid piece may have cut an escape in two, and the body's last
+        // backslash may escape the quote after it).
+        let mut close = 1;
+        while let Some(&b) = src.get(close).filter(|&&b| b != b'"') {
+            close += if b == b'\\' { 2 } else { 1 };
+        }
+        let close = close.min(src.len());
+        let body = &src[1..close];
+        let (mut r, mut w, mut high) = (1, 0, false);
+        let mut dst = Vec::new();
+        loop {
+            let run = decode_string(&src, r, &mut dst, w);
+            assert!(
+                run.w <= w + (run.r - r) && run.r <= close,
+                "{run:?} {:?}",
+                String::from_utf8_lossy(&src)
+            );
+            (r, w, high) = (run.r, run.w, high | run.high);
+            if !run.room {
+                break;
+            }
+            dst.resize(w + 64, 0);
+        }
+        dst.truncate(w);
+        dst.extend_from_slice(&unescape_one_at_a_time(&body[r - 1..]));
+        assert_eq!(
+            dst,
+            unescape_one_at_a_time(body),
+            "{}",
+            String::from_utf8_lossy(body)
+        );
+        assert_eq!(high, body[..r - 1].iter().any(|&b| b >= 0x80));
+        if !available() {
+            assert_eq!((r, w), (1, 0));
+        }
+    }
+
+    #[test]
+    fn strings_of_a_text_decode_up_to_their_end() {
+        let mut rng = Rng::new(3);
+        let afters: [&[u8]; 4] = [
+            b"",
+            b",\"x\\u00e9\\u00e9\\u00e9\\u00e9\"",
+            b"}",
+            b"\\u00e9\\u00e9\\u00e9\\u00e9",
+        ];
+        for _ in 0..rounds(20_000) {
+            let n = rng.below(60);
+            let mut body: Vec<u8> = (0..n)
+                .flat_map(|_| PIECES[rng.below(PIECES.len())].bytes())
+                .collect();
+            if rng.one_in(4) && !body.is_empty() {
+                // A raw control byte, or an invalid escape, somewhere.
+                let at = rng.below(body.len());
+                let bad: &[u8] = rng.pick(&[&b"\x01"[..], b"\\x", b"\\u12G4", b"\\ud800!"]);
+                body.splice(at..at, bad.iter().copied());
+            }
+            check_string(&body, rng.pick(&afters));
         }
     }
 
