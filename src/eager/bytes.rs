@@ -211,7 +211,7 @@ pub(super) fn decode_escaped(
     out.get_mut(..w)?.copy_from_slice(head);
     let mut i = backslash;
     let mut non_ascii = false;
-    if dense_escapes(src, i) && unescape_blocks::available() {
+    if unescape_blocks::worth_trying(src, i) {
         // Text with an escape every few bytes, 64 bytes at a time, as
         // reads decode it: up to the string's end, or to where the loop
         // below does better (`unescape_blocks::decode_string`).
@@ -282,16 +282,6 @@ pub(super) fn decode_escaped(
             _ => return None,
         }
     }
-}
-
-/// Whether the 64 bytes from `src[i]` hold four backslashes or more: the
-/// escapes that make a block worth decoding by `unescape_blocks`. Tried
-/// on every string with an escape (not knowing where the string ends),
-/// so that a string with one or two of them pays for this count only.
-#[inline]
-fn dense_escapes(src: &[u8], i: usize) -> bool {
-    src.get(i..i + 64)
-        .is_some_and(|window| window.iter().filter(|&&b| b == b'\\').count() >= 4)
 }
 
 /// Bytes [`specials`] looks at once.

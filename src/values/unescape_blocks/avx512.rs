@@ -7,7 +7,7 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::Run;
+use super::{DENSE, Run};
 use crate::scan::escaped_bits;
 use crate::values::string::SHORT_ESCAPES;
 
@@ -73,11 +73,6 @@ static HEX_DIGITS: [u8; 128] = {
 /// first half of a surrogate pair (twelve).
 const LATE: u64 = !0 << 59;
 const LATE_PAIR: u64 = !0 << 53;
-
-/// A block with fewer escapes than this is left to the caller, whose loop
-/// takes text with an escape every 16 bytes or more faster than a block
-/// does (see the module docs).
-const DENSE: u32 = 4;
 
 /// Escapes every six bytes from a block's start, eight of them: a run of
 /// them, which the blocks leave to the caller when it is of characters

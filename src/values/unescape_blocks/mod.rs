@@ -18,8 +18,9 @@
 //! [`crate::scan::escaped_bits`]). Each is decoded where it stands: its
 //! UTF-8 bytes (one for a two-byte escape, one to three for a `\uXXXX`,
 //! four for a surrogate pair) replace its first bytes, and the rest of it
-//! is dropped from the mask of bytes kept. Each output byte is worked out at every position of the
-//! block at once, as if an escape started there, and kept where one does.
+//! is dropped from the mask of bytes kept. Each output byte is worked out
+//! at every position of the block at once, as if an escape started there,
+//! and kept where one does.
 //!
 //! A block ends before an escape that may run past it (the next block
 //! starts with it), and the blocks stop, for the caller to go on one
@@ -37,9 +38,10 @@
 //!
 //! (docs/benchmarks.md, "Escaped text by blocks", has the figures.)
 //!
-//! The caller tries the blocks once, at a string's start
-//! (`string::unescape_to`), as a text tends to be one kind throughout;
-//! a string whose start has few escapes is decoded one at a time.
+//! The callers try the blocks once a string (reads from the body's start,
+//! the eager decoder where [`worth_trying`] finds escapes dense at its
+//! first one): a text tends to be one kind throughout, and a string whose
+//! start has few escapes is decoded one at a time.
 //!
 //! The eager decoder (`lazy = false`) decodes strings of text it has not
 //! validated with them too ([`decode_string`]): there a block also ends
@@ -62,6 +64,29 @@ pub(crate) fn available() -> bool {
         return true;
     }
     false
+}
+
+/// A block with fewer escapes than this is left to the caller, whose loop
+/// takes text with an escape every 16 bytes or more faster than a block
+/// does (see the module docs).
+const DENSE: u32 = 4;
+
+/// Whether to decode the string of `text` whose first escape is at
+/// `text[at]` by blocks ([`decode_string`]): this CPU has them
+/// ([`available`]) and the 64 bytes from there hold [`DENSE`] backslashes
+/// or more, so that the first block is likely to pay. Asked by the eager
+/// decoder of every string with an escape, whose end it does not know
+/// yet: a string with fewer escapes pays for this count only, not for a
+/// block's setup. (Reads know the body, and try the blocks on every body
+/// of a block or more: `string::unescape_to`. They go through a long
+/// escape-free start 64 bytes at a time, and meet the count of escapes
+/// at the first block that has one.)
+#[inline]
+pub(crate) fn worth_trying(text: &[u8], at: usize) -> bool {
+    available()
+        && text
+            .get(at..at + 64)
+            .is_some_and(|window| window.iter().filter(|&&b| b == b'\\').count() >= DENSE as usize)
 }
 
 /// Decodes `body[r..]` into `dst[w..]` block by block until its end, an
