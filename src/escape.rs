@@ -43,8 +43,6 @@ const fn classes() -> [Class; 256] {
     table
 }
 
-static CLASSES: [Class; 256] = classes();
-
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Whether any of the 8 bytes in `word` may need escaping: below 0x20,
@@ -62,10 +60,6 @@ fn may_need_escape(word: u64) -> bool {
         | has_zero(word ^ (ONES * u64::from(b'/')))
         | has_zero(word ^ (ONES * 0x7f))
         != 0
-}
-
-fn copied_as_is(class: Class, escape_slash: bool) -> bool {
-    class == Class::Plain || (class == Class::Slash && !escape_slash)
 }
 
 /// Writes the escaped form of a prefix of `src` into `dst` and returns
@@ -87,7 +81,7 @@ pub fn escape(src: &[u8], escape_slash: bool, dst: &mut [u8]) -> (usize, usize) 
         }
         while run < src.len()
             && written + (run - read) < dst.len()
-            && copied_as_is(CLASSES[src[run] as usize], escape_slash)
+            && escaped_form(src[run], escape_slash).1 == 1
         {
             run += 1;
         }
@@ -192,8 +186,9 @@ fn escape_from(src: &[u8], mut read: usize, escape_slash: bool, out: &mut Vec<u8
         // too, with `grown` at most ESCAPE_GROWTH - 5 before it (the
         // bytes escaped in a turn are counted before the turn), so that
         // it ends at most ESCAPE_STORE - 6 bytes into the quote's and the
-        // chunk's room (asserted beside ESCAPE_STORE); `grown` is ESCAPE_GROWTH at most
-        // after it. The length covers the bytes stored so far.
+        // chunk's room (asserted beside ESCAPE_STORE); `grown` is
+        // ESCAPE_GROWTH at most after it. The length covers the bytes
+        // stored so far.
         unsafe {
             loop {
                 let rest = src.get(read..).unwrap_or_default();
@@ -570,6 +565,7 @@ mod tests {
     #[test]
     fn specials_flag_the_first_special_byte_exactly() {
         let alphabet = b"ab\"\\/\x00\x1f\x20\x7f\x80\xff~\n";
+        let classes = classes();
         let mut seed = 0x2545_f491_4f6c_dd1d_u64;
         for _ in 0..crate::testing::rounds(50_000) {
             let mut chunk = [0u8; CHUNK];
@@ -581,13 +577,13 @@ mod tests {
             }
             let first = chunk
                 .iter()
-                .position(|&b| CLASSES[b as usize] != Class::Plain)
+                .position(|&b| classes[b as usize] != Class::Plain)
                 .map_or(32, |k| k as u32);
             for special in [specials(&chunk), specials_by_word(&chunk)] {
                 assert_eq!(special.trailing_zeros().min(32), first, "{chunk:?}");
                 // No byte that needs an escape is missed.
                 for (k, &b) in chunk.iter().enumerate() {
-                    if CLASSES[b as usize] != Class::Plain {
+                    if classes[b as usize] != Class::Plain {
                         assert_ne!(special & (1 << k), 0, "{chunk:?} at {k}");
                     }
                 }
