@@ -445,18 +445,27 @@ fn utf8(code: u32) -> Decoded {
     }
 }
 
+/// Byte `b`'s value as a hex digit (either case), if it is one: what
+/// the tables of hex digits are built from (here, and the one of
+/// `unescape_blocks`).
+pub(crate) const fn hex_digit(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
 /// Each byte's value as a hex digit, or [`NOT_HEX`] for a byte that is
 /// none.
 static HEX_DIGITS: [u32; 256] = {
     let mut table = [NOT_HEX; 256];
     let mut b = 0;
     while b < 256 {
-        table[b] = match b as u8 {
-            d @ b'0'..=b'9' => (d - b'0') as u32,
-            d @ b'a'..=b'f' => (d - b'a' + 10) as u32,
-            d @ b'A'..=b'F' => (d - b'A' + 10) as u32,
-            _ => NOT_HEX,
-        };
+        if let Some(d) = hex_digit(b as u8) {
+            table[b] = d as u32;
+        }
         b += 1;
     }
     table

@@ -9,7 +9,7 @@ use core::arch::x86_64::*;
 
 use super::{DENSE, Run};
 use crate::scan::escaped_bits;
-use crate::values::string::SHORT_ESCAPES;
+use crate::values::string::{SHORT_ESCAPES, hex_digit};
 
 /// Proof that the CPU supports AVX-512F, BW, VBMI and VBMI2, BMI1 and
 /// POPCNT.
@@ -57,12 +57,9 @@ static HEX_DIGITS: [u8; 128] = {
     let mut t = [0xffu8; 128];
     let mut b = 0;
     while b < 128 {
-        t[b] = match b as u8 {
-            d @ b'0'..=b'9' => d - b'0',
-            d @ b'a'..=b'f' => d - b'a' + 10,
-            d @ b'A'..=b'F' => d - b'A' + 10,
-            _ => 0xff,
-        };
+        if let Some(d) = hex_digit(b as u8) {
+            t[b] = d;
+        }
         b += 1;
     }
     t
@@ -144,11 +141,7 @@ unsafe fn run_avx512<const STRING: bool>(
         }
         let rest = body.len() - r;
         let len = rest.min(64);
-        let in_block = if len == 64 {
-            u64::MAX
-        } else {
-            (1u64 << len) - 1
-        };
+        let in_block = before(len);
         // SAFETY: r < body.len(); the loads read the `len` bytes from r,
         // within `body`, and (masked when fewer than 64) no byte past them.
         // (Masked for every block, the loads cost a read of escaped text
