@@ -290,8 +290,8 @@ fn partial_chunk(src: &[u8]) -> [u8; CHUNK] {
 /// whole and adds its count, with no branch. Text whose escapes come every
 /// few bytes at no fixed distance (JSON inside a string, HTML) made the
 /// match's branches mispredict at about every escape: tool-call arguments
-/// encoded at 0.95x cjson's speed and a line of HTML at 0.85x on an AMD
-/// EPYC (Zen 5), and at 1.28x and 1.22-1.33x this way (`luajit
+/// encoded at 0.94-0.97x cjson's speed and a line of HTML at 0.83-0.86x on
+/// an AMD EPYC (Zen 5), and at 1.27-1.30x and 1.23x this way (`luajit
 /// benches/trailing.lua`; docs/benchmarks.md, "Where qjson trailed
 /// cjson").
 static FORMS: [[u64; 256]; 2] = [forms(false), forms(true)];
