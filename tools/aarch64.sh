@@ -3,9 +3,10 @@
 # run under user-mode emulation (qemu-aarch64): there is no arm64 hardware
 # here. `tools/deps.sh cross` installs what it needs.
 #
-# Usage: tools/aarch64.sh check|test|clippy|smoke|rock|count [FILE...]
+# Usage: tools/aarch64.sh check|test [ARGS...]|clippy|smoke|rock|count [FILE...]
 #   check    exit 0 if this machine can do the rest, else print why not
 #   test     every cargo test of the crate, built for aarch64, under qemu
+#            (ARGS go to cargo test: `test --lib -- scan::` runs a subset)
 #   clippy   cargo clippy -D warnings for the aarch64 target (the code
 #            behind cfg(target_arch = "aarch64") is not seen on x86)
 #   smoke    LuaJIT arm64 (Debian's luajit2:arm64, unpacked into the cache)
@@ -105,7 +106,7 @@ check)
     missing
     ;;
 test)
-    "${cargo[@]}" test --release --target $target
+    "${cargo[@]}" test --release --target $target "${@:2}"
     ;;
 clippy)
     PATH=/usr/bin:$PATH "${cargo[@]}" clippy --release --quiet --all-targets --target $target \
