@@ -11,7 +11,8 @@ local ffi = require("ffi")
 local bit = require("bit")
 
 local band, bxor, lshift, rshift = bit.band, bit.bxor, bit.lshift, bit.rshift
-local concat, format, char, byte = table.concat, string.format, string.char, string.byte
+local concat, format, char, byte, rep = table.concat, string.format, string.char, string.byte,
+    string.rep
 
 local _M = {}
 
@@ -348,15 +349,39 @@ end
 -- A tool call's arguments, as a model sends them: 64 bytes.
 _M.TOOL_CALL = '{"order_id":"A-20931","options":{"history":true,"max_items":25}}'
 
+-- A chat request whose one message is `phrase` `n` times.
+local function escaped_request(phrase, n)
+    return '{"model":"gpt-4o","messages":[{"role":"user","content":"'
+           .. rep(phrase, n) .. '"}]}'
+end
+
+-- Chat requests of about 10 KB whose message is text as Python's
+-- `json.dumps` sends it, every character from U+0080 a `\uXXXX` escape:
+-- a label, a file name and the text.
+_M.escaped = {
+    { label = "French, an escape a word", name = "escaped-french",
+      text = escaped_request("caf\\u00e9 cr\\u00e8me ", 500) },
+    { label = "Chinese, ASCII commas between words", name = "escaped-chinese-commas",
+      text = escaped_request("\\u4f60\\u597d\\u4e16\\u754c, ", 400) },
+    { label = "Chinese throughout", name = "escaped-chinese",
+      text = escaped_request("\\u4f60\\u597d\\u4e16\\u754c\\uff0c", 330) },
+    { label = "emoji in English", name = "escaped-emoji",
+      text = escaped_request("nice work \\ud83d\\ude00 ", 450) },
+    { label = "Russian, every letter escaped", name = "escaped-russian",
+      text = escaped_request("\\u043f\\u0440\\u0438\\u0432\\u0435\\u0442 \\u043c\\u0438\\u0440, ", 180) },
+    { label = "English, a line feed every 72 bytes", name = "escaped-line-feeds",
+      text = escaped_request(rep("the quick brown fox ", 3) .. "jumps over it\\n", 140) },
+}
+
 -- The sizes of the chat ladder, in bytes, with their labels.
 _M.ladder = {
     { "2 KB", 2048 }, { "60 KB", 60e3 }, { "100 KB", 100e3 }, { "200 KB", 200e3 },
     { "500 KB", 500e3 }, { "1 MB", 1e6 }, { "2 MB", 2e6 }, { "5 MB", 5e6 }, { "10 MB", 10e6 },
 }
 
--- Run as a script: write the ladder and github-100k (an SSE stream is many
--- texts, not one) to the directory named by the first argument, printing
--- each file's path.
+-- Run as a script: write the ladder, github-100k, chat-code-100KB and the
+-- escaped messages (an SSE stream is many texts, not one) to the
+-- directory named by the first argument, printing each file's path.
 if arg and arg[0] and arg[0]:match("payloads%.lua$") and arg[1] then
     local function write(name, text)
         local path = arg[1] .. "/" .. name .. ".json"
@@ -370,6 +395,9 @@ if arg and arg[0] and arg[0]:match("payloads%.lua$") and arg[1] then
     end
     write("github-100k", _M.github(100e3))
     write("chat-code-100KB", _M.chat_code(100e3))
+    for _, message in ipairs(_M.escaped) do
+        write(message.name, message.text)
+    end
     return
 end
 

@@ -94,23 +94,12 @@ local ESCAPES = {
       strings('<a href="https://example.com/x/y">link</a> and "quoted" text\n') },
 }
 
--- A chat request whose one message is `words` `n` times.
-local function escaped_request(words, n)
-    return '{"model":"gpt-4o","messages":[{"role":"user","content":"'
-           .. rep(words, n) .. '"}]}'
+-- The escaped messages (`benches/payloads.lua`, which also writes them
+-- as files for `tools/ab_parse.sh`).
+local TEXTS = {}
+for i, message in ipairs(require("payloads").escaped) do
+    TEXTS[i] = { message.label, message.text }
 end
-
-local TEXTS = {
-    { "French, an escape a word", escaped_request("caf\\u00e9 cr\\u00e8me ", 500) },
-    { "Chinese, ASCII commas between words",
-      escaped_request("\\u4f60\\u597d\\u4e16\\u754c, ", 400) },
-    { "Chinese throughout", escaped_request("\\u4f60\\u597d\\u4e16\\u754c\\uff0c", 330) },
-    { "emoji in English", escaped_request("nice work \\ud83d\\ude00 ", 450) },
-    { "Russian, every letter escaped",
-      escaped_request("\\u043f\\u0440\\u0438\\u0432\\u0435\\u0442 \\u043c\\u0438\\u0440, ", 180) },
-    { "English, a line feed every 72 bytes",
-      escaped_request(rep("the quick brown fox ", 3) .. "jumps over it\\n", 140) },
-}
 
 -- Calls of `f(x)` a second, over ROUND_SECONDS.
 local function rate(f, x)
