@@ -54,6 +54,21 @@ impl Rng {
 /// 64-byte block ([`naive_scan`]).
 pub const VOUCHED_ESCAPES: &[u8] = b"\"tf\\n/";
 
+/// Whether stage 1 vouches for the `\uXXXX` escape whose `u` is
+/// `input[at]`, as the tests state it: its four hex digits lie in the
+/// 64-byte block of its `u`, and its code unit is outside D800 to DFFF.
+pub fn vouched_unicode(input: &[u8], at: usize) -> bool {
+    let digits = at + 1..at + 5;
+    input[at] == b'u'
+        && digits.end <= input.len()
+        && (digits.end - 1) / 64 == at / 64
+        && input[digits.clone()].iter().all(u8::is_ascii_hexdigit)
+        && !matches!(
+            &input[digits],
+            [b'd' | b'D', b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F', ..]
+        )
+}
+
 /// What stage 1 must produce for `input`: (positions, escapes), or the
 /// error every kernel must report. Written as the obvious state machine,
 /// one byte at a time, sharing no code with the kernels.
@@ -61,12 +76,17 @@ pub const VOUCHED_ESCAPES: &[u8] = b"\"tf\\n/";
 /// The escapes listed are the offsets of the bytes after active
 /// backslashes inside strings, except the short escapes that stage 1
 /// vouches for ([`VOUCHED_ESCAPES`]) unless one is the first escape of
-/// its string within its 64-byte block of the input.
+/// its string within its 64-byte block of the input; and of those, a
+/// `\uXXXX` that it vouches for ([`vouched_unicode`]) is left out too
+/// when another that would be listed comes before it in its block with no
+/// `"` byte between them.
 pub fn naive_scan(input: &[u8]) -> Result<(Vec<u32>, Vec<u32>), Error> {
     let mut positions = Vec::new();
     let mut escapes = Vec::new();
     // The block of the last escape since the last quote.
     let mut escape_block = None;
+    // The last escape listed by the first rule above.
+    let mut last_listed: Option<usize> = None;
     let mut control = None;
     let mut in_string = false;
     let mut prev_scalar = false;
@@ -78,7 +98,12 @@ pub fn naive_scan(input: &[u8]) -> Result<(Vec<u32>, Vec<u32>), Error> {
                 if let Some(&next) = input.get(i + 1) {
                     let block = (i + 1) / 64;
                     if escape_block != Some(block) || !VOUCHED_ESCAPES.contains(&next) {
-                        escapes.push(i as u32 + 1);
+                        let follows_listed = last_listed
+                            .is_some_and(|p| p / 64 == block && !input[p + 1..=i].contains(&b'"'));
+                        if !(follows_listed && vouched_unicode(input, i + 1)) {
+                            escapes.push(i as u32 + 1);
+                        }
+                        last_listed = Some(i + 1);
                     }
                     escape_block = Some(block);
                     if next < 0x20 && control.is_none() {

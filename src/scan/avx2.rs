@@ -12,8 +12,10 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::classify::{OP_TABLE, SHORT_ESCAPE_TABLE, WHITESPACE_TABLE};
-use super::generic::{Masks, Pass, Simd, Utf8Check, write_offsets_one_by_one_counted};
+use super::classify::{OP_TABLE, SHORT_ESCAPE_TABLE, WHITESPACE_TABLE, unicode};
+use super::generic::{
+    self, Masks, Pass, Simd, UnicodeBytes, Utf8Check, write_offsets_one_by_one_counted,
+};
 use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
 
 /// Proof that the CPU supports AVX2, PCLMULQDQ, POPCNT and BMI1.
@@ -256,6 +258,25 @@ fn string_breaks(v: __m256i) -> __m256i {
     }
 }
 
+/// [`Simd::push_unvouched`], compiled for AVX2.
+///
+/// # Safety
+/// As for [`generic::push_unvouched`].
+#[target_feature(enable = "avx2,pclmulqdq,popcnt,bmi1")]
+#[inline(never)]
+#[cold]
+unsafe fn push_unvouched(
+    token: Avx2,
+    input: &[u8],
+    out: &mut Vec<u32>,
+    masks: &[(u32, u64)],
+    total: usize,
+) {
+    // SAFETY: the caller's contract; the enabled features are those
+    // `Avx2` stands for.
+    unsafe { generic::push_unvouched(token, input, out, masks, total) }
+}
+
 impl Simd for Avx2 {
     type Block = Block;
     type Utf8 = Utf8;
@@ -298,6 +319,50 @@ impl Simd for Avx2 {
         // SAFETY: AVX2 intrinsics; an `Avx2` token exists.
         let is = |v| unsafe { _mm256_cmpeq_epi8(_mm256_shuffle_epi8(wanted, v), v) };
         mask64(is(b.lo), is(b.hi))
+    }
+
+    #[inline(always)]
+    fn unicode_bytes(self, b: &Block) -> UnicodeBytes {
+        let (by_high, by_low) = (
+            table(&unicode::BY_HIGH_NIBBLE),
+            table(&unicode::BY_LOW_NIBBLE),
+        );
+        // SAFETY: AVX2 intrinsics; an `Avx2` token exists.
+        let class = |v| unsafe {
+            let high = _mm256_and_si256(_mm256_srli_epi16::<4>(v), _mm256_set1_epi8(0x0f));
+            _mm256_and_si256(
+                _mm256_shuffle_epi8(by_high, high),
+                _mm256_shuffle_epi8(by_low, v),
+            )
+        };
+        let (lo, hi) = (class(b.lo), class(b.hi));
+        // SAFETY: AVX2 intrinsics; an `Avx2` token exists.
+        let none = |v, bits: u8| unsafe {
+            _mm256_cmpeq_epi8(
+                _mm256_and_si256(v, _mm256_set1_epi8(bits as i8)),
+                _mm256_setzero_si256(),
+            )
+        };
+        let any = |bits| !mask64(none(lo, bits), none(hi, bits));
+        UnicodeBytes {
+            u: any(unicode::LETTER_U),
+            hex: any(unicode::HEX),
+            d: any(unicode::LETTER_D),
+            hex_from_8: any(unicode::HEX_FROM_8),
+            quote: any(unicode::QUOTE),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn push_unvouched(
+        self,
+        input: &[u8],
+        out: &mut Vec<u32>,
+        masks: &[(u32, u64)],
+        total: usize,
+    ) {
+        // SAFETY: the caller's contract; an `Avx2` token exists.
+        unsafe { push_unvouched(self, input, out, masks, total) }
     }
 
     #[inline(always)]

@@ -31,8 +31,8 @@ use core::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::*;
 
-use super::classify::{OP_TABLE, SHORT_ESCAPE_TABLE, WHITESPACE_TABLE};
-use super::generic::{Masks, Pass, Simd, Utf8Check};
+use super::classify::{OP_TABLE, SHORT_ESCAPE_TABLE, WHITESPACE_TABLE, unicode};
+use super::generic::{self, Masks, Pass, Simd, UnicodeBytes, Utf8Check};
 use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
 
 /// Proof that the CPU supports AVX-512F, AVX-512BW, AVX-512 VBMI and
@@ -80,6 +80,25 @@ fn table(t: &[u8; 16]) -> __m512i {
     unsafe { _mm512_broadcast_i32x4(_mm_loadu_si128(t.as_ptr().cast())) }
 }
 
+/// [`Simd::push_unvouched`], compiled for AVX-512.
+///
+/// # Safety
+/// As for [`generic::push_unvouched`].
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,pclmulqdq,popcnt,bmi1")]
+#[inline(never)]
+#[cold]
+unsafe fn push_unvouched<const PAIRS: bool>(
+    token: Avx512<PAIRS>,
+    input: &[u8],
+    out: &mut Vec<u32>,
+    masks: &[(u32, u64)],
+    total: usize,
+) {
+    // SAFETY: the caller's contract; the enabled features are those
+    // `Avx512` stands for.
+    unsafe { generic::push_unvouched(token, input, out, masks, total) }
+}
+
 impl<const PAIRS: bool> Simd for Avx512<PAIRS> {
     type Block = __m512i;
     type Utf8 = Utf8;
@@ -117,6 +136,38 @@ impl<const PAIRS: bool> Simd for Avx512<PAIRS> {
     fn short_escapes(self, &v: &__m512i) -> u64 {
         // SAFETY: AVX-512BW intrinsics; an `Avx512` token exists.
         unsafe { _mm512_cmpeq_epi8_mask(_mm512_shuffle_epi8(table(&SHORT_ESCAPE_TABLE), v), v) }
+    }
+
+    #[inline(always)]
+    fn unicode_bytes(self, &v: &__m512i) -> UnicodeBytes {
+        // SAFETY: AVX-512F/BW intrinsics; an `Avx512` token exists.
+        unsafe {
+            let high = _mm512_and_si512(_mm512_srli_epi16::<4>(v), _mm512_set1_epi8(0x0f));
+            let class = _mm512_and_si512(
+                _mm512_shuffle_epi8(table(&unicode::BY_HIGH_NIBBLE), high),
+                _mm512_shuffle_epi8(table(&unicode::BY_LOW_NIBBLE), v),
+            );
+            let any = |bits: u8| _mm512_test_epi8_mask(class, _mm512_set1_epi8(bits as i8));
+            UnicodeBytes {
+                u: any(unicode::LETTER_U),
+                hex: any(unicode::HEX),
+                d: any(unicode::LETTER_D),
+                hex_from_8: any(unicode::HEX_FROM_8),
+                quote: any(unicode::QUOTE),
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn push_unvouched(
+        self,
+        input: &[u8],
+        out: &mut Vec<u32>,
+        masks: &[(u32, u64)],
+        total: usize,
+    ) {
+        // SAFETY: the caller's contract; an `Avx512` token exists.
+        unsafe { push_unvouched(self, input, out, masks, total) }
     }
 
     #[inline(always)]

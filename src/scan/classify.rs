@@ -43,6 +43,64 @@ pub(crate) const SHORT_ESCAPE_TABLE: [u8; 16] = nibble_table(&[
     (0xf, b'/'),
 ]);
 
+/// The bytes that tell whether a `\uXXXX` escape is one stage 1 vouches
+/// for (`generic::unlist_vouched`), as bits of a class
+/// looked up twice, by the byte's high nibble and by its low nibble, the
+/// two entries ANDed: a byte is in the class of a bit when both entries
+/// have it. (A hex digit needs two bits, digits and letters having
+/// different low nibbles.) Bytes from 0x80 have high nibbles whose entries
+/// are 0.
+pub(crate) mod unicode {
+    /// `0` to `7`.
+    pub(crate) const DIGIT_0_7: u8 = 1;
+    /// `8` and `9`.
+    pub(crate) const DIGIT_8_9: u8 = 2;
+    /// `a` to `f` and `A` to `F`.
+    pub(crate) const HEX_LETTER: u8 = 4;
+    /// `d` and `D`.
+    pub(crate) const LETTER_D: u8 = 8;
+    /// `u`.
+    pub(crate) const LETTER_U: u8 = 16;
+    /// `"`.
+    pub(crate) const QUOTE: u8 = 32;
+    /// Any hex digit.
+    pub(crate) const HEX: u8 = DIGIT_0_7 | DIGIT_8_9 | HEX_LETTER;
+    /// A hex digit from 8: what follows the `d` of a surrogate.
+    pub(crate) const HEX_FROM_8: u8 = DIGIT_8_9 | HEX_LETTER;
+
+    /// The entry of each high nibble: 2 for `"`, 3 for digits, 4 and 6
+    /// for letters (upper and lower case), 7 for `u`.
+    pub(crate) const BY_HIGH_NIBBLE: [u8; 16] = {
+        let mut t = [0; 16];
+        t[2] = QUOTE;
+        t[3] = DIGIT_0_7 | DIGIT_8_9;
+        t[4] = HEX_LETTER | LETTER_D;
+        t[6] = HEX_LETTER | LETTER_D;
+        t[7] = LETTER_U;
+        t
+    };
+    /// The entry of each low nibble.
+    pub(crate) const BY_LOW_NIBBLE: [u8; 16] = {
+        let mut t = [0; 16];
+        let mut n = 0;
+        while n < 16 {
+            if n < 8 {
+                t[n] |= DIGIT_0_7;
+            } else if n < 10 {
+                t[n] |= DIGIT_8_9;
+            }
+            if n >= 1 && n <= 6 {
+                t[n] |= HEX_LETTER;
+            }
+            n += 1;
+        }
+        t[2] |= QUOTE;
+        t[4] |= LETTER_D;
+        t[5] |= LETTER_U;
+        t
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,6 +118,14 @@ mod tests {
             }
             let vouched = crate::testing::VOUCHED_ESCAPES.contains(&b);
             assert_eq!(entry(&SHORT_ESCAPE_TABLE) == b, vouched, "{b:#x}");
+            let class = unicode::BY_HIGH_NIBBLE[usize::from(b >> 4)]
+                & unicode::BY_LOW_NIBBLE[usize::from(b & 15)];
+            let hex_from_8 = b"89abcdefABCDEF".contains(&b);
+            assert_eq!(class & unicode::HEX != 0, b.is_ascii_hexdigit(), "{b:#x}");
+            assert_eq!(class & unicode::HEX_FROM_8 != 0, hex_from_8, "{b:#x}");
+            assert_eq!(class & unicode::LETTER_D != 0, b"dD".contains(&b), "{b:#x}");
+            assert_eq!(class & unicode::LETTER_U != 0, b == b'u', "{b:#x}");
+            assert_eq!(class & unicode::QUOTE != 0, b == b'"', "{b:#x}");
         }
     }
 }

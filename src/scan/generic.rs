@@ -46,7 +46,9 @@
 //!   `\t`, `\f`) are vouched for here, one table look-up a block, and
 //!   listed only where a string's first escape in a block is one
 //!   ([`listed_escapes`]): that entry is what tells validation, and so
-//!   reads, that the string has escapes.
+//!   reads, that the string has escapes. So is a `\uXXXX` of a character
+//!   that is no surrogate, in text escaped throughout ([`unlist_vouched`]).
+//!   Which escapes are listed is the same with every kernel.
 //!
 //! # Long strings
 //!
@@ -90,6 +92,22 @@ pub(crate) struct Masks {
     pub control: u64,
 }
 
+/// Per-byte masks of one 64-byte block (bit `i` describes byte `i`): what
+/// [`unlist_vouched`] needs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct UnicodeBytes {
+    /// `u`
+    pub u: u64,
+    /// hex digits
+    pub hex: u64,
+    /// `d` and `D`
+    pub d: u64,
+    /// hex digits from 8: `8`, `9`, `a` to `f`, `A` to `F`
+    pub hex_from_8: u64,
+    /// `"`
+    pub quote: u64,
+}
+
 /// What a kernel provides to the generic scanner.
 pub(crate) trait Simd: Copy {
     /// 64 loaded bytes.
@@ -117,6 +135,29 @@ pub(crate) trait Simd: Copy {
     /// (`classify::SHORT_ESCAPE_TABLE`); `b` and `r` share `"`'s nibble
     /// and are left to stage 2. Asked only of blocks that have escapes.
     fn short_escapes(self, block: &Self::Block) -> u64;
+    /// The bytes of `block` that tell which `\uXXXX` escapes stage 1
+    /// vouches for ([`unlist_vouched`]), looked up by nibbles where the
+    /// kernel has a byte shuffle (`classify::unicode`).
+    fn unicode_bytes(self, block: &Self::Block) -> UnicodeBytes;
+    /// [`push_unvouched`] with this kernel, out of line (compiled for its
+    /// instruction set, where it needs one enabled): out of the scan's
+    /// loop, whose registers it would take. Not called when
+    /// [`Simd::UNVOUCHES_IN_LOOP`].
+    ///
+    /// # Safety
+    /// As for [`push_unvouched`].
+    #[inline(never)]
+    #[cold]
+    unsafe fn push_unvouched(
+        self,
+        input: &[u8],
+        out: &mut Vec<u32>,
+        masks: &[(u32, u64)],
+        total: usize,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { push_unvouched(self, input, out, masks, total) }
+    }
 
     /// [`Simd::is_plain_string`] of the four blocks at `ptr`: how a long
     /// string of plain ASCII (a base64 image) is skipped. The default
@@ -144,6 +185,20 @@ pub(crate) trait Simd: Copy {
     /// [`scan`]): for a kernel whose writer is a few instructions, so
     /// that its stores overlap the classifying of the next block.
     const WRITES_AS_IT_SCANS: bool = false;
+
+    /// Whether the scan drops the `\uXXXX` it vouches for from a block's
+    /// listed escapes ([`unlist_vouched`]) in its loop, from the block it
+    /// has classified, rather than after each run, from the blocks it
+    /// reloads ([`push_unvouched`]). In the loop for the portable kernel,
+    /// whose bit planes of the block are made once for both: after the
+    /// run, making them again cost more than validation saved (a 10 KB
+    /// message in French, an escape a word, parsed at 0.88 times the
+    /// speed, github-100k at 0.95; `tools/ab_parse.sh`). After the run for
+    /// the SIMD kernels: in the loop, the AVX-512 loop lost vector
+    /// registers to it and the full parse of twitter.json and
+    /// citm_catalog.json (no `\u` in either) ran 0.80 times as fast, on
+    /// an AMD EPYC of the Zen 5 generation.
+    const UNVOUCHES_IN_LOOP: bool = false;
 
     /// Whether the run classifies two blocks a turn outside long strings
     /// (see [`Scanner::run`]): the loop's own tests (the bound, the
@@ -262,8 +317,9 @@ pub(crate) unsafe fn write_offsets_one_by_one_counted(
     unsafe { out.add(count) }
 }
 
-/// Appends, for each `(base, bits)` of `masks` in order, the offsets of
-/// the set bits (see [`Simd::write_offsets`]) to `out`.
+/// Appends, for each mask a [`Keep`] sink kept in order, the offsets of
+/// its set bits (see [`Simd::write_offsets`]) to `out`, with the mask's
+/// count where the kernel keeps counts ([`Simd::KEEPS_COUNTS`]).
 ///
 /// Room for all the offsets is made once, so the loop keeps its cursor
 /// in a register: through `Vec::push` (or `reserve` and `set_len` per
@@ -275,27 +331,6 @@ pub(crate) unsafe fn write_offsets_one_by_one_counted(
 /// capacity, and a 282-byte SSE event kept 1 280 bytes for its 62
 /// offsets. (Counting every run's bits instead cost stage 1 4-5% more
 /// instructions on the corpus.)
-#[inline(always)]
-fn push_masks<S: Simd>(simd: S, out: &mut Vec<u32>, masks: &[(u32, u64)]) {
-    let write = |cursor: *mut u32, &(base, bits): &(u32, u64)| {
-        // SAFETY: `push` passes a cursor with room for the mask's offsets
-        // and the slack.
-        unsafe { simd.write_offsets(cursor, base, bits) }
-    };
-    // SAFETY: `write_offsets` writes as `push` requires.
-    unsafe {
-        push(
-            out,
-            masks,
-            S::WRITE_SLACK,
-            |&(_, bits)| bits.count_ones(),
-            write,
-        )
-    }
-}
-
-/// [`push_masks`] for the masks a [`Keep`] sink kept, with their counts
-/// where the kernel keeps them ([`Simd::KEEPS_COUNTS`]).
 #[inline(always)]
 fn push_kept<S: Simd>(simd: S, out: &mut Vec<u32>, kept: &[Kept]) {
     let count = |k: &Kept| {
@@ -315,7 +350,7 @@ fn push_kept<S: Simd>(simd: S, out: &mut Vec<u32>, kept: &[Kept]) {
     unsafe { push(out, kept, S::WRITE_SLACK, count, write) }
 }
 
-/// The body of [`push_masks`] and [`push_kept`]: `count` gives a mask's
+/// The body of [`push_kept`]: `count` gives a mask's
 /// count of set bits, `write` writes its offsets at a cursor as
 /// [`Simd::write_offsets`] does and returns the slot past them.
 ///
@@ -351,42 +386,49 @@ unsafe fn push<M>(
     unsafe { out.set_len(start + cursor.offset_from(dst) as usize) }
 }
 
-/// Escapes per block (of those that have any) from which a run's escapes
-/// are written by [`push_masks`] rather than [`push_sparse`]. An escaped
-/// Chinese chat request (one `\uXXXX` every six bytes;
-/// `tools/lua_insns.sh esc-get` at d1a3be7): 214 k instructions one by one, 207 k
-/// with this threshold, 206 k with the branch-free writer for every run,
-/// which cost twitter's stage 1 1.4% where this threshold costs 0.5%
-/// (`benches/insns.rs`), citm_catalog's nothing.
-const DENSE_ESCAPES: usize = 4;
-
-/// [`push_masks`] for masks with few bits (escapes: mostly one or two per
-/// block that has any), taken one by one: the kernels' branch-free
-/// writers cost the same for one bit as for sixty-four. `total` is the
-/// masks' count of bits, room for which is made once: through
-/// `Vec::push` each offset stored the length and compared it with the
-/// capacity, 15 instructions an escape where this takes 6. Out of line:
-/// in the scan's body it changed the register allocation of the hot loop.
+/// Appends, for each `(base, bits)` of `masks` in order, the offsets of
+/// the set bits to `out`, one by one ([`write_offsets_exactly`]): a run's
+/// escapes, mostly one or two per block that has any, where the kernels'
+/// branch-free writers cost the same for one bit as for sixty-four.
+/// `total` is the masks' count of bits, room for which is made once:
+/// through `Vec::push` each offset stored the length and compared it
+/// with the capacity, 15 instructions an escape where this takes 6. Out
+/// of line: in the scan's body it changed the register allocation of the
+/// hot loop.
 #[inline(never)]
 fn push_sparse(out: &mut Vec<u32>, masks: &[(u32, u64)], total: usize) {
     out.reserve(total);
     let start = out.len();
     let dst = out.spare_capacity_mut().as_mut_ptr().cast::<u32>();
     let mut cursor = dst;
-    for &(base, mut bits) in masks {
-        while bits != 0 {
-            // SAFETY: fewer than `total` offsets are written before this
-            // one, and the spare capacity holds `total`.
-            unsafe {
-                cursor.write(base + bits.trailing_zeros());
-                cursor = cursor.add(1);
-            }
-            bits &= bits - 1;
-        }
+    for &(base, bits) in masks {
+        // SAFETY: fewer than `total` offsets are written before these,
+        // and the spare capacity holds `total`.
+        cursor = unsafe { write_offsets_exactly(cursor, base, bits) };
     }
     // SAFETY: the loop initialised the slots from `dst` to `cursor`, the
     // masks' `total` bits, within the capacity.
     unsafe { out.set_len(start + cursor.offset_from(dst) as usize) }
+}
+
+/// Writes the offsets of `bits` (`base` plus each set bit's place) at
+/// `cursor`, one a set bit, and returns the slot past them: no slot past
+/// them is written, unlike [`write_offsets_one_by_one`], which stores
+/// eight at once.
+///
+/// # Safety
+/// `cursor` must be valid for writing `bits.count_ones()` `u32`s.
+#[inline(always)]
+unsafe fn write_offsets_exactly(mut cursor: *mut u32, base: u32, mut bits: u64) -> *mut u32 {
+    while bits != 0 {
+        // SAFETY: one of the `bits.count_ones()` slots (the contract).
+        unsafe {
+            cursor.write(base + bits.trailing_zeros());
+            cursor = cursor.add(1);
+        }
+        bits &= bits - 1;
+    }
+    cursor
 }
 
 /// A streaming UTF-8 validator fed one block at a time.
@@ -735,11 +777,15 @@ unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> Result<()> 
         if n_escapes != 0 {
             // SAFETY: the run wrote the first n_escapes entries.
             let escapes_run = unsafe { written(&escapes, n_escapes) };
-            // Text escaped throughout (`\uXXXX` every six bytes) takes the
-            // branch-free writer; a few escapes, one by one.
             let bits: u32 = escapes_run.iter().map(|&(_, b)| b.count_ones()).sum();
-            if bits as usize > DENSE_ESCAPES * n_escapes {
-                push_masks(simd, &mut index.escapes, escapes_run);
+            if !S::UNVOUCHES_IN_LOOP && bits as usize > n_escapes {
+                // A block lists two escapes or more: some may be `\u`
+                // that stage 1 vouches for.
+                // SAFETY: the caller vouches for the CPU; the run's blocks
+                // start inside the input.
+                unsafe {
+                    simd.push_unvouched(input, &mut index.escapes, escapes_run, bits as usize)
+                };
             } else {
                 push_sparse(&mut index.escapes, escapes_run, bits as usize);
             }
@@ -1004,10 +1050,23 @@ impl<S: Simd> Scanner<'_, S> {
         unsafe { sink.take(self.simd, pos as u32, f.structurals) };
         if f.escapes != 0 {
             let listed = listed_escapes(f.escapes, self.simd.short_escapes(block), f.quotes);
+            let listed = self.unlist_vouched(block, listed);
             // SAFETY: the caller's contract.
             unsafe { record_escapes(escapes, n_escapes, pos, listed) };
         }
         Ok(())
+    }
+
+    /// [`unlist_vouched`] of `listed`, the escapes `block` lists, where
+    /// the kernel does that in the loop ([`Simd::UNVOUCHES_IN_LOOP`]); else
+    /// `listed` as it is, for [`push_unvouched`] after the run.
+    #[inline(always)]
+    fn unlist_vouched(&self, block: &S::Block, listed: u64) -> u64 {
+        if S::UNVOUCHES_IN_LOOP && listed & (listed - 1) != 0 {
+            unlist_vouched(listed, &self.simd.unicode_bytes(block))
+        } else {
+            listed
+        }
     }
 
     /// Takes the block at `self.pos`, whose masks are `m`, as string
@@ -1049,6 +1108,7 @@ impl<S: Simd> Scanner<'_, S> {
         if escaped != 0 {
             // No quote in the block but escaped ones.
             let listed = listed_escapes(escaped, self.simd.short_escapes(block), 0);
+            let listed = self.unlist_vouched(block, listed);
             // SAFETY: the caller's contract.
             unsafe { record_escapes(escapes, n_escapes, self.pos, listed) };
         }
@@ -1061,7 +1121,9 @@ impl<S: Simd> Scanner<'_, S> {
 /// in `short` ([`Simd::short_escapes`]: a `\u`, a `\b` or `\r`, or an
 /// invalid escape, which validation reports where it always has), and
 /// the first of each string in the block, short or not, which is what
-/// marks a string as escaped. `quotes` are the block's real quotes.
+/// marks a string as escaped. `quotes` are the block's real quotes. (Of
+/// the `\u`, those that stage 1 vouches for are dropped next:
+/// [`unlist_vouched`].)
 ///
 /// The first escape after the block's start and after each quote: adding
 /// 1 and the quotes to the bytes that are no escape carries from bit 0
@@ -1078,6 +1140,109 @@ impl<S: Simd> Scanner<'_, S> {
 fn listed_escapes(escapes: u64, short: u64, quotes: u64) -> u64 {
     let firsts = (!escapes).wrapping_add(quotes).wrapping_add(1) & escapes;
     escapes & (!short | firsts)
+}
+
+/// Of `listed`, the escapes a block lists ([`listed_escapes`]), those
+/// left once the `\uXXXX` that stage 1 vouches for
+/// ([`plain_unicode_escapes`]) are dropped where they are not the first
+/// listed of their string in the block. `b` are the block's bytes. Text
+/// escaped throughout (Python's `json.dumps` sends every character from
+/// U+0080 so) then lists about two escapes a block where it listed every
+/// one, which validation checked one at a time (docs/benchmarks.md,
+/// "`\uXXXX` vouched for in stage 1", has the figures).
+///
+/// A listed escape is the first of its string in the block when no
+/// listed escape comes before it in the block, or a `"` (escaped or not)
+/// lies between the listed escape before it and it: the carry of
+/// [`listed_escapes`] from the block's start and from the quotes that are
+/// not listed escapes, through the bytes that are not. Where it sees a
+/// quote that a backslash escapes, it keeps an escape listed that need
+/// not be, which costs a check and changes nothing. (The quotes of the
+/// block's bytes, not the real quotes the loop knows: so that the result
+/// is the same where it is done after the run.)
+#[inline(always)]
+fn unlist_vouched(listed: u64, b: &UnicodeBytes) -> u64 {
+    let firsts = (!listed).wrapping_add(b.quote & !listed).wrapping_add(1) & listed;
+    listed & !(plain_unicode_escapes(listed, b) & !firsts)
+}
+
+/// Appends the escapes a run recorded, `(block start, listed)`, to `out`
+/// as [`push_sparse`] does, after [`unlist_vouched`] of each block that
+/// lists two escapes or more, reloaded (`total` is the masks' count of
+/// bits). What the SIMD kernels do after each run (see
+/// [`Simd::UNVOUCHES_IN_LOOP`]), out of line ([`Simd::push_unvouched`]):
+/// in the scan's body, the AVX-512 loop lost registers too.
+///
+/// Every such block is classified: a test of its bytes one by one first
+/// (is a `u` of no surrogate listed after the first escape?) made the
+/// parse slower than the classifying it saved, where it saved any (a
+/// message of emoji in English, surrogate pairs only, which none of this
+/// shortens: 0.71 times as fast as before vouching with the test, 0.79
+/// without; Russian 1.8 and 2.0 times). A block that still lists more
+/// than four escapes (those emoji) is written by the kernel's branch-free
+/// writer where that is a few instructions ([`Simd::WRITES_AS_IT_SCANS`]):
+/// with `avx512` the emoji message then parses 1.13 times as fast, the
+/// others at 0.98. (Every run written branch-free where its blocks list
+/// more than four on average, as runs were before stage 1 vouched for
+/// any `\u`, parsed the emoji message 0.53 times as fast as before:
+/// `tools/ab_parse.sh`.)
+///
+/// # Safety
+/// The CPU must support the instructions `simd` uses; each block starts
+/// inside `input`.
+#[inline(always)]
+pub(crate) unsafe fn push_unvouched<S: Simd>(
+    simd: S,
+    input: &[u8],
+    out: &mut Vec<u32>,
+    masks: &[(u32, u64)],
+    total: usize,
+) {
+    out.reserve(total + S::WRITE_SLACK);
+    let start = out.len();
+    let dst = out.spare_capacity_mut().as_mut_ptr().cast::<u32>();
+    let mut cursor = dst;
+    for &(base, listed) in masks {
+        // One listed escape is the first of its string.
+        let bits = if listed & (listed - 1) == 0 {
+            listed
+        } else {
+            let at = base as usize;
+            let block = if at + 64 <= input.len() {
+                // SAFETY: 64 readable bytes at `at`.
+                unsafe { simd.load(input.as_ptr().add(at)) }
+            } else {
+                load_tail(simd, input.get(at..).unwrap_or_default())
+            };
+            unlist_vouched(listed, &simd.unicode_bytes(&block))
+        };
+        // SAFETY: fewer than `total` offsets are written before these
+        // (`bits` is part of `listed`), and the spare capacity holds
+        // `total` and the writer's slack.
+        cursor = unsafe {
+            if S::WRITES_AS_IT_SCANS && bits.count_ones() > 4 {
+                simd.write_offsets(cursor, base, bits)
+            } else {
+                write_offsets_exactly(cursor, base, bits)
+            }
+        };
+    }
+    // SAFETY: the loop initialised the slots from `dst` to `cursor`, at
+    // most the masks' `total` bits, within the capacity.
+    unsafe { out.set_len(start + cursor.offset_from(dst) as usize) }
+}
+
+/// Of a block's escapes `escapes` (escaped bytes inside strings), the
+/// `\uXXXX` of a character that is no surrogate (what validation checks
+/// with `string::plain_unicode`): a `u` followed in the block by four hex
+/// digits, the first two not `d` and one from 8 (`\uD800` to `\uDFFF`,
+/// which validation pairs). A `\u` whose digits run past the block (its
+/// `u` from byte 60) is not among them.
+#[inline(always)]
+fn plain_unicode_escapes(escapes: u64, b: &UnicodeBytes) -> u64 {
+    let digits = b.hex >> 1 & b.hex >> 2 & b.hex >> 3 & b.hex >> 4;
+    let surrogate = b.d >> 1 & b.hex_from_8 >> 2;
+    escapes & b.u & digits & !surrogate
 }
 
 /// Records `bits`, the escapes of the block at `pos`, in `escapes` when

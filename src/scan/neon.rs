@@ -29,8 +29,8 @@
 
 use core::arch::aarch64::*;
 
-use super::classify::SHORT_ESCAPE_TABLE;
-use super::generic::{self, Masks, Pass, Simd, Utf8Check};
+use super::classify::{SHORT_ESCAPE_TABLE, unicode};
+use super::generic::{self, Masks, Pass, Simd, UnicodeBytes, Utf8Check};
 use super::utf8::{CURRENT_HIGH, PREV_HIGH, PREV_LOW};
 
 /// Proof that the CPU runs this kernel: NEON is part of every aarch64 CPU;
@@ -216,6 +216,30 @@ impl<const PMULL: bool> Simd for Neon<PMULL> {
             )
         };
         mask64(b.0.map(is))
+    }
+
+    #[inline(always)]
+    fn unicode_bytes(self, b: &Block) -> UnicodeBytes {
+        // SAFETY: NEON intrinsics, baseline on aarch64.
+        let class = |v| unsafe {
+            vandq_u8(
+                vqtbl1q_u8(table(&unicode::BY_HIGH_NIBBLE), vshrq_n_u8::<4>(v)),
+                vqtbl1q_u8(
+                    table(&unicode::BY_LOW_NIBBLE),
+                    vandq_u8(v, vdupq_n_u8(0x0f)),
+                ),
+            )
+        };
+        let classes = b.0.map(class);
+        // SAFETY: NEON intrinsics, baseline on aarch64.
+        let any = |bits| mask64(classes.map(|c| unsafe { vtstq_u8(c, vdupq_n_u8(bits)) }));
+        UnicodeBytes {
+            u: any(unicode::LETTER_U),
+            hex: any(unicode::HEX),
+            d: any(unicode::LETTER_D),
+            hex_from_8: any(unicode::HEX_FROM_8),
+            quote: any(unicode::QUOTE),
+        }
     }
 
     #[inline(always)]

@@ -27,7 +27,7 @@
 //! verdict. The byte-at-a-time
 //! reference the kernels are tested against is `crate::testing::naive_scan`.
 
-use super::generic::{self, Masks, Simd, Utf8Check};
+use super::generic::{self, Masks, Simd, UnicodeBytes, Utf8Check};
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -130,6 +130,9 @@ impl Simd for Scalar {
     /// docs/benchmarks.md, "One block a turn when writing late").
     const PAIRS_BLOCKS: bool = false;
 
+    /// From the bit planes the loop has made (see the trait).
+    const UNVOUCHES_IN_LOOP: bool = true;
+
     #[inline(always)]
     unsafe fn load(self, ptr: *const u8) -> [u64; 8] {
         core::array::from_fn(|k| {
@@ -190,6 +193,28 @@ impl Simd for Scalar {
         let f_n = h67 & !b4 & b2 & b1 & !b0;
         let t = h67 & b4 & !b3 & b2 & !b1 & !b0;
         quote_slash | backslash | f_n | t
+    }
+
+    /// From the bit planes: `"` by high nibble 2, digits by 3, letters by
+    /// 4 and 6 (bit 5 is the case), `u` by 7; then by low nibble.
+    #[inline(always)]
+    fn unicode_bytes(self, block: &[u64; 8]) -> UnicodeBytes {
+        let [b0, b1, b2, b3, b4, b5, b6, b7] = bit_planes(block);
+        let h3 = !b7 & !b6 & b5 & b4;
+        let letters = !b7 & b6 & !b4;
+        let h7 = !b7 & b6 & b5 & b4;
+        // Low nibbles 0 to 9, 8 and 9, 1 to 6.
+        let l0_9 = !b3 | !b2 & !b1;
+        let l8_9 = b3 & !b2 & !b1;
+        let l1_6 = !b3 & (b2 | b1 | b0) & !(b2 & b1 & b0);
+        let hex_letter = letters & l1_6;
+        UnicodeBytes {
+            u: h7 & !b3 & b2 & !b1 & b0,
+            hex: h3 & l0_9 | hex_letter,
+            d: letters & !b3 & b2 & !b1 & !b0,
+            hex_from_8: h3 & l8_9 | hex_letter,
+            quote: !b7 & !b6 & b5 & !b4 & !b3 & !b2 & b1 & !b0,
+        }
     }
 
     #[inline(always)]

@@ -514,9 +514,10 @@ fn blocks_of_every_density() {
 
 #[test]
 fn strings_of_every_escape_density() {
-    // A run's escapes are written one by one or branch-free depending on
-    // how many its blocks hold (`DENSE_ESCAPES`): strings of 0 to 32
-    // escapes per block, runs of them spanning several blocks and runs.
+    // A run's escapes are written as they are, or without the `\u` that
+    // stage 1 vouches for where a block lists two or more
+    // (`generic::push_unvouched`): strings of 0 to 32 escapes per block,
+    // runs of them spanning several blocks and runs.
     let mut rng = Rng::new(7);
     // Under Miri, which interprets every step, every fourth density.
     for density in (0..=32).step_by(if cfg!(miri) { 4 } else { 1 }) {
@@ -530,6 +531,30 @@ fn strings_of_every_escape_density() {
         }
         text.extend_from_slice(b"\",1]");
         check_all_kernels(&text, density % 8 == 0);
+    }
+}
+
+#[test]
+fn unicode_escapes_of_every_kind_are_listed_as_the_oracle_lists_them() {
+    // Which `\uXXXX` stage 1 vouches for and leaves out of the list
+    // (`generic::unlist_vouched`): code units on each side of the
+    // surrogates' bounds, in either case, digits that are no hex digits,
+    // and the escapes and quotes that decide which escape is a string's
+    // first in a block, in random strings that each kernel scans at every
+    // shift against the oracle.
+    const PIECES: &[&str] = &[
+        r"\u0041", r"\u00e9", r"\u0800", r"\uCFFF", r"\ud000", r"\uD7FF", r"\ud800", r"\uDBFF",
+        r"\udc00", r"\uDFFF", r"\ue000", r"\uFFFF", r"\u00G0", r"\u12", r"\U0041", r"\n", r#"\""#,
+        r"\\", r"\r", "a", "\",\"", "\":\"",
+    ];
+    let mut rng = Rng::new(12);
+    for _ in 0..if cfg!(miri) { 4 } else { 60 } {
+        let mut text = b"[\"".to_vec();
+        while text.len() < 300 {
+            text.extend_from_slice(rng.pick(PIECES).as_bytes());
+        }
+        text.extend_from_slice(b"\"]");
+        check_all_kernels(&text, true);
     }
 }
 
@@ -658,6 +683,45 @@ fn every_kernel_vouches_for_the_short_escapes_alone() {
             }
         }
         bytes[at] = b'a';
+    }
+}
+
+#[test]
+fn every_kernel_finds_the_bytes_of_unicode_escapes_exactly() {
+    // Every byte value at each of the 64 places of a block of other
+    // bytes: its bit in each mask of `unicode_bytes` is set exactly when
+    // it is of that mask's class, and no other bit is.
+    struct Bytes<'a>(&'a [u8; 64]);
+    impl generic::Pass for Bytes<'_> {
+        type Output = generic::UnicodeBytes;
+        fn input(&self) -> &[u8] {
+            self.0
+        }
+        unsafe fn run<S: generic::Simd>(self, simd: S) -> generic::UnicodeBytes {
+            // SAFETY: 64 readable bytes; the caller vouches for the CPU.
+            unsafe { simd.unicode_bytes(&simd.load(self.0.as_ptr())) }
+        }
+    }
+    let mut bytes = [b'z'; 64];
+    let step = if cfg!(miri) { 13 } else { 1 };
+    for at in (0..64).step_by(step) {
+        for b in 0..=255u8 {
+            bytes[at] = b;
+            let bit = |is: bool| u64::from(is) << at;
+            let want = generic::UnicodeBytes {
+                u: bit(b == b'u'),
+                hex: bit(b.is_ascii_hexdigit()),
+                d: bit(b == b'd' || b == b'D'),
+                hex_from_8: bit(b.is_ascii_hexdigit() && !(b'0'..=b'7').contains(&b)),
+                quote: bit(b == b'"'),
+            };
+            for kernel in supported_kernels() {
+                // SAFETY: `supported_kernels` gives kernels this CPU runs.
+                let got = unsafe { run_pass(kernel, Bytes(&bytes)) }.unwrap();
+                assert_eq!(got, want, "kernel {}: {b:#04x} at {at}", kernel.name());
+            }
+        }
+        bytes[at] = b'z';
     }
 }
 

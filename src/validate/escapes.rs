@@ -2,18 +2,18 @@
 //!
 //! Stage 1 recorded the offset of escaped characters inside strings (the
 //! byte after an active backslash), in increasing order: every one but
-//! the short escapes it vouched for (`\"` `\t` `\f` `\\` `\n` `\/`), and
-//! of those the first of each string in each 64-byte block, which is how
-//! the walk knows that a string has escapes (`crate::scan::generic`,
-//! `listed_escapes`). So every `\u` is listed, and a run of them is
-//! consecutive in the list. For a string ending at `close`, the escapes
+//! those it vouched for (the short escapes `\"` `\t` `\f` `\\` `\n` `\/`,
+//! and a `\uXXXX` of a character that is no surrogate whose digits lie in
+//! its 64-byte block), and of those the first of each string in each
+//! block, which is how the walk knows that a string has escapes
+//! (`crate::scan::generic`, `listed_escapes`). For a string ending at `close`, the escapes
 //! still unchecked that lie before `close` are exactly its own: escapes
 //! of earlier strings were consumed when those strings were validated,
 //! and nothing between two strings can hold a backslash without failing
 //! the walk first.
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::values::{bmp_run, string};
+use crate::values::string;
 
 /// Checks the escapes `escapes[*next..]` that lie before `close` and
 /// advances `*next` past them.
@@ -31,30 +31,11 @@ pub(crate) fn check(src: &[u8], escapes: &[u32], next: &mut usize, close: u32) -
             continue;
         }
         // Then a `\uXXXX` of a character that is no surrogate
-        // (`string::plain_unicode`): a text escaped throughout is nothing
-        // else. Here, not in `escape`: what it saves is this loop's
-        // slicing and result handling (`tools/lua_insns.sh esc-read` at 8d1d4f8:
-        // 237 k instructions with the test inside `escape`, 211 k here).
-        if let Some(unit) = string::plain_unicode(src, at as usize) {
-            // And the run it starts: an escape right after a checked one
-            // is the next in the list (its backslash follows a hex digit,
-            // so it is active) and lies before `close` (no quote came
-            // between), so the list is not read for it.
-            let mut at = at as usize;
+        // (`string::plain_unicode`), which stage 1 lists where it is a
+        // string's first escape in a block or its digits run into the
+        // next block: a text escaped throughout has about two a block.
+        if string::plain_unicode(src, at as usize).is_some() {
             *next += 1;
-            if unit >= 0x800 {
-                // Text escaped throughout, in a script from U+0800 up: its
-                // escapes by fours while they are such.
-                let groups = (bmp_run::skip(src, at + 5) - (at + 5)) / 6;
-                *next += groups;
-                at += 6 * groups;
-                debug_assert!(groups == 0 || escapes.get(*next - 1) == Some(&(at as u32)));
-            }
-            while src.get(at + 5) == Some(&b'\\') && string::plain_unicode(src, at + 6).is_some() {
-                at += 6;
-                debug_assert_eq!(escapes.get(*next), Some(&(at as u32)));
-                *next += 1;
-            }
             continue;
         }
         let backslash = at as usize - 1;

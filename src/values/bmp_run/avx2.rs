@@ -22,16 +22,10 @@ impl Avx2 {
     }
 }
 
-/// [`super::groups`] with AVX2.
-pub(crate) fn run<const STORE: bool>(
-    token: Avx2,
-    body: &[u8],
-    r: usize,
-    dst: &mut [u8],
-    w: usize,
-) -> (usize, usize) {
+/// [`super::decode`] with AVX2.
+pub(crate) fn run(token: Avx2, body: &[u8], r: usize, dst: &mut [u8], w: usize) -> (usize, usize) {
     // SAFETY: an `Avx2` exists, so the CPU has AVX2.
-    unsafe { run_avx2::<STORE>(token, body, r, dst, w) }
+    unsafe { run_avx2(token, body, r, dst, w) }
 }
 
 /// A 256-bit vector of a 16-byte pattern in both lanes.
@@ -50,7 +44,7 @@ fn both_lanes(t: [u8; 16]) -> __m256i {
 /// # Safety
 /// The CPU must support AVX2 (an [`Avx2`] is the proof).
 #[target_feature(enable = "avx2")]
-unsafe fn run_avx2<const STORE: bool>(
+unsafe fn run_avx2(
     _token: Avx2,
     body: &[u8],
     mut r: usize,
@@ -72,7 +66,7 @@ unsafe fn run_avx2<const STORE: bool>(
     let pack = both_lanes([
         0, 1, 2, 4, 5, 6, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
     ]);
-    while r + GROUP_READ <= body.len() && (!STORE || w + GROUP_WRITE <= dst.len()) {
+    while r + GROUP_READ <= body.len() && w + GROUP_WRITE <= dst.len() {
         // SAFETY: r + GROUP_READ <= body.len(): both 16-byte loads (at r
         // and r + 12) are in bounds.
         let v = unsafe {
@@ -111,9 +105,6 @@ unsafe fn run_avx2<const STORE: bool>(
             break;
         }
         r += 24;
-        if !STORE {
-            continue;
-        }
         // 1110xxxx 10xxxxxx 10xxxxxx, in the low three bytes of each dword.
         let lead = _mm256_or_si256(_mm256_srli_epi32::<12>(units), _mm256_set1_epi32(0xe0));
         let middle = _mm256_slli_epi32::<8>(_mm256_and_si256(

@@ -36,24 +36,10 @@ pub(crate) const GROUP_WRITE: usize = 14;
 /// `body[r]` into `dst[w..]`, three bytes each; returns where reading and
 /// writing stop (`(r, w)` when the first group is not one). A group is
 /// decoded while `dst` has [`GROUP_WRITE`] bytes from `w`; writing never
-/// overtakes reading (`w <= r` on entry stays so).
+/// overtakes reading (`w <= r` on entry stays so). Every escape of a
+/// group is a valid one, of a character (no surrogate) from U+0800 up.
 #[inline]
 pub(crate) fn decode(body: &[u8], r: usize, dst: &mut [u8], w: usize) -> (usize, usize) {
-    groups::<true>(body, r, dst, w)
-}
-
-/// Where the whole groups of four such escapes that start at `body[r]`
-/// end, for validation: every escape of a group is a valid one, of a
-/// character (no surrogate) from U+0800 up.
-#[inline]
-pub(crate) fn skip(body: &[u8], r: usize) -> usize {
-    groups::<false>(body, r, &mut [], 0).0
-}
-
-/// The groups from `body[r]` by the active kernel's instructions,
-/// decoded into `dst[w..]` when `STORE` (`dst` unused otherwise).
-#[inline]
-fn groups<const STORE: bool>(body: &[u8], r: usize, dst: &mut [u8], w: usize) -> (usize, usize) {
     // No group unless four backslashes lie six bytes apart from `r`: a
     // word of three escapes or fewer between ASCII bytes (Chinese with
     // ASCII punctuation) entered the kernel's code, a call and its
@@ -69,11 +55,11 @@ fn groups<const STORE: bool>(body: &[u8], r: usize, dst: &mut [u8], w: usize) ->
         // SAFETY: active_kernel() only returns kernels this CPU supports,
         // and both x86 kernels require AVX2.
         let token = unsafe { avx2::Avx2::new_unchecked() };
-        return avx2::run::<STORE>(token, body, r, dst, w);
+        return avx2::run(token, body, r, dst, w);
     }
     #[cfg(target_arch = "aarch64")]
     if let Ok(Kernel::Neon) = scan::active_kernel() {
-        return neon::run::<STORE>(body, r, dst, w);
+        return neon::run(body, r, dst, w);
     }
     #[cfg(not(any(target_arch = "x86", target_arch = "x86_64", target_arch = "aarch64")))]
     let _ = (body, dst);
@@ -89,10 +75,9 @@ mod tests {
     /// What [`decode`] gives for the groups at the start of `body`, then
     /// the rest decoded one at a time, and what `unescape_into` (which
     /// takes groups where a run starts) gives, against one escape at a
-    /// time throughout; and a skip covers what a decode does.
+    /// time throughout.
     fn check(body: &[u8]) {
-        let r = check_prefix_decoder(body, |body, dst| decode(body, 0, dst, 0));
-        assert_eq!(skip(body, 0), r, "a skip covers what a decode does");
+        check_prefix_decoder(body, |body, dst| decode(body, 0, dst, 0));
     }
 
     fn escaped(units: &[u32]) -> Vec<u8> {

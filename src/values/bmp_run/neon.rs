@@ -6,14 +6,9 @@ use core::arch::aarch64::*;
 
 use super::{GROUP_READ, GROUP_WRITE};
 
-/// [`super::groups`] with NEON (part of every aarch64 CPU).
-pub(crate) fn run<const STORE: bool>(
-    body: &[u8],
-    mut r: usize,
-    dst: &mut [u8],
-    mut w: usize,
-) -> (usize, usize) {
-    while r + GROUP_READ <= body.len() && (!STORE || w + GROUP_WRITE <= dst.len()) {
+/// [`super::decode`] with NEON (part of every aarch64 CPU).
+pub(crate) fn run(body: &[u8], mut r: usize, dst: &mut [u8], mut w: usize) -> (usize, usize) {
+    while r + GROUP_READ <= body.len() && w + GROUP_WRITE <= dst.len() {
         // SAFETY: r + GROUP_READ <= body.len(): both 16-byte loads (at r
         // and r + 12) are in bounds.
         let (lo, hi) = unsafe {
@@ -24,9 +19,6 @@ pub(crate) fn run<const STORE: bool>(
             break;
         };
         r += 24;
-        if !STORE {
-            continue;
-        }
         // SAFETY: w + GROUP_WRITE <= dst.len(): both 8-byte stores (at w
         // and w + 6) are in bounds.
         unsafe {
