@@ -14,7 +14,7 @@ use core::arch::x86_64::*;
 
 use super::classify::{OP_TABLE, SHORT_ESCAPE_TABLE, WHITESPACE_TABLE, unicode};
 use super::generic::{
-    self, Masks, Pass, Simd, UnicodeBytes, Utf8Check, write_offsets_one_by_one_counted,
+    self, Masks, Pass, RunEscapes, Simd, UnicodeBytes, Utf8Check, write_offsets_one_by_one_counted,
 };
 use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
 
@@ -265,16 +265,10 @@ fn string_breaks(v: __m256i) -> __m256i {
 #[target_feature(enable = "avx2,pclmulqdq,popcnt,bmi1")]
 #[inline(never)]
 #[cold]
-unsafe fn push_unvouched(
-    token: Avx2,
-    input: &[u8],
-    out: &mut Vec<u32>,
-    masks: &[(u32, u64)],
-    total: usize,
-) {
+unsafe fn push_unvouched(token: Avx2, run: RunEscapes<'_>) {
     // SAFETY: the caller's contract; the enabled features are those
     // `Avx2` stands for.
-    unsafe { generic::push_unvouched(token, input, out, masks, total) }
+    unsafe { generic::push_unvouched(token, run) }
 }
 
 impl Simd for Avx2 {
@@ -344,25 +338,13 @@ impl Simd for Avx2 {
             )
         };
         let any = |bits| !mask64(none(lo, bits), none(hi, bits));
-        UnicodeBytes {
-            u: any(unicode::LETTER_U),
-            hex: any(unicode::HEX),
-            d: any(unicode::LETTER_D),
-            hex_from_8: any(unicode::HEX_FROM_8),
-            quote: any(unicode::QUOTE),
-        }
+        UnicodeBytes::from_classes(any)
     }
 
     #[inline(always)]
-    unsafe fn push_unvouched(
-        self,
-        input: &[u8],
-        out: &mut Vec<u32>,
-        masks: &[(u32, u64)],
-        total: usize,
-    ) {
+    unsafe fn push_unvouched(self, run: RunEscapes<'_>) {
         // SAFETY: the caller's contract; an `Avx2` token exists.
-        unsafe { push_unvouched(self, input, out, masks, total) }
+        unsafe { push_unvouched(self, run) }
     }
 
     #[inline(always)]

@@ -32,7 +32,7 @@ use core::arch::x86::*;
 use core::arch::x86_64::*;
 
 use super::classify::{OP_TABLE, SHORT_ESCAPE_TABLE, WHITESPACE_TABLE, unicode};
-use super::generic::{self, Masks, Pass, Simd, UnicodeBytes, Utf8Check};
+use super::generic::{self, Masks, Pass, RunEscapes, Simd, UnicodeBytes, Utf8Check};
 use super::utf8::{CURRENT_HIGH, INCOMPLETE_AT_END, PREV_HIGH, PREV_LOW};
 
 /// Proof that the CPU supports AVX-512F, AVX-512BW, AVX-512 VBMI and
@@ -87,16 +87,10 @@ fn table(t: &[u8; 16]) -> __m512i {
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,pclmulqdq,popcnt,bmi1")]
 #[inline(never)]
 #[cold]
-unsafe fn push_unvouched<const PAIRS: bool>(
-    token: Avx512<PAIRS>,
-    input: &[u8],
-    out: &mut Vec<u32>,
-    masks: &[(u32, u64)],
-    total: usize,
-) {
+unsafe fn push_unvouched<const PAIRS: bool>(token: Avx512<PAIRS>, run: RunEscapes<'_>) {
     // SAFETY: the caller's contract; the enabled features are those
     // `Avx512` stands for.
-    unsafe { generic::push_unvouched(token, input, out, masks, total) }
+    unsafe { generic::push_unvouched(token, run) }
 }
 
 impl<const PAIRS: bool> Simd for Avx512<PAIRS> {
@@ -148,26 +142,14 @@ impl<const PAIRS: bool> Simd for Avx512<PAIRS> {
                 _mm512_shuffle_epi8(table(&unicode::BY_LOW_NIBBLE), v),
             );
             let any = |bits: u8| _mm512_test_epi8_mask(class, _mm512_set1_epi8(bits as i8));
-            UnicodeBytes {
-                u: any(unicode::LETTER_U),
-                hex: any(unicode::HEX),
-                d: any(unicode::LETTER_D),
-                hex_from_8: any(unicode::HEX_FROM_8),
-                quote: any(unicode::QUOTE),
-            }
+            UnicodeBytes::from_classes(any)
         }
     }
 
     #[inline(always)]
-    unsafe fn push_unvouched(
-        self,
-        input: &[u8],
-        out: &mut Vec<u32>,
-        masks: &[(u32, u64)],
-        total: usize,
-    ) {
+    unsafe fn push_unvouched(self, run: RunEscapes<'_>) {
         // SAFETY: the caller's contract; an `Avx512` token exists.
-        unsafe { push_unvouched(self, input, out, masks, total) }
+        unsafe { push_unvouched(self, run) }
     }
 
     #[inline(always)]

@@ -74,6 +74,7 @@
 
 use core::mem::MaybeUninit;
 
+use super::classify::unicode;
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Index;
 
@@ -106,6 +107,21 @@ pub(crate) struct UnicodeBytes {
     pub hex_from_8: u64,
     /// `"`
     pub quote: u64,
+}
+
+impl UnicodeBytes {
+    /// The masks from `any(bits)`, the mask of the block's bytes whose
+    /// class (`classify::unicode`, looked up by nibbles) has any of `bits`.
+    #[inline(always)]
+    pub(crate) fn from_classes(any: impl Fn(u8) -> u64) -> UnicodeBytes {
+        UnicodeBytes {
+            u: any(unicode::LETTER_U),
+            hex: any(unicode::HEX),
+            d: any(unicode::LETTER_D),
+            hex_from_8: any(unicode::HEX_FROM_8),
+            quote: any(unicode::QUOTE),
+        }
+    }
 }
 
 /// What a kernel provides to the generic scanner.
@@ -148,15 +164,9 @@ pub(crate) trait Simd: Copy {
     /// As for [`push_unvouched`].
     #[inline(never)]
     #[cold]
-    unsafe fn push_unvouched(
-        self,
-        input: &[u8],
-        out: &mut Vec<u32>,
-        masks: &[(u32, u64)],
-        total: usize,
-    ) {
+    unsafe fn push_unvouched(self, run: RunEscapes<'_>) {
         // SAFETY: the caller's contract.
-        unsafe { push_unvouched(self, input, out, masks, total) }
+        unsafe { push_unvouched(self, run) }
     }
 
     /// [`Simd::is_plain_string`] of the four blocks at `ptr`: how a long
@@ -784,7 +794,12 @@ unsafe fn scan<S: Simd>(simd: S, input: &[u8], index: &mut Index) -> Result<()> 
                 // SAFETY: the caller vouches for the CPU; the run's blocks
                 // start inside the input.
                 unsafe {
-                    simd.push_unvouched(input, &mut index.escapes, escapes_run, bits as usize)
+                    simd.push_unvouched(RunEscapes {
+                        input,
+                        out: &mut index.escapes,
+                        masks: escapes_run,
+                        total: bits as usize,
+                    })
                 };
             } else {
                 push_sparse(&mut index.escapes, escapes_run, bits as usize);
@@ -1166,10 +1181,22 @@ fn unlist_vouched(listed: u64, b: &UnicodeBytes) -> u64 {
     listed & !(plain_unicode_escapes(listed, b) & !firsts)
 }
 
-/// Appends the escapes a run recorded, `(block start, listed)`, to `out`
-/// as [`push_sparse`] does, after [`unlist_vouched`] of each block that
-/// lists two escapes or more, reloaded (`total` is the masks' count of
-/// bits). What the SIMD kernels do after each run (see
+/// The escapes a run recorded, for [`push_unvouched`].
+pub(crate) struct RunEscapes<'a> {
+    /// The text scanned.
+    pub input: &'a [u8],
+    /// Where the escapes' offsets go.
+    pub out: &'a mut Vec<u32>,
+    /// `(block start, listed)` of each block of the run with escapes
+    /// ([`listed_escapes`]): blocks that start inside `input`.
+    pub masks: &'a [(u32, u64)],
+    /// The masks' count of bits.
+    pub total: usize,
+}
+
+/// Appends the escapes a run recorded to `run.out` as [`push_sparse`]
+/// does, after [`unlist_vouched`] of each block that lists two escapes or
+/// more, reloaded. What the SIMD kernels do after each run (see
 /// [`Simd::UNVOUCHES_IN_LOOP`]), out of line ([`Simd::push_unvouched`]):
 /// in the scan's body, the AVX-512 loop lost registers too.
 ///
@@ -1188,16 +1215,15 @@ fn unlist_vouched(listed: u64, b: &UnicodeBytes) -> u64 {
 /// `tools/ab_parse.sh`.)
 ///
 /// # Safety
-/// The CPU must support the instructions `simd` uses; each block starts
-/// inside `input`.
+/// The CPU must support the instructions `simd` uses.
 #[inline(always)]
-pub(crate) unsafe fn push_unvouched<S: Simd>(
-    simd: S,
-    input: &[u8],
-    out: &mut Vec<u32>,
-    masks: &[(u32, u64)],
-    total: usize,
-) {
+pub(crate) unsafe fn push_unvouched<S: Simd>(simd: S, run: RunEscapes<'_>) {
+    let RunEscapes {
+        input,
+        out,
+        masks,
+        total,
+    } = run;
     out.reserve(total + S::WRITE_SLACK);
     let start = out.len();
     let dst = out.spare_capacity_mut().as_mut_ptr().cast::<u32>();

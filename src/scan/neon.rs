@@ -233,13 +233,7 @@ impl<const PMULL: bool> Simd for Neon<PMULL> {
         let classes = b.0.map(class);
         // SAFETY: NEON intrinsics, baseline on aarch64.
         let any = |bits| mask64(classes.map(|c| unsafe { vtstq_u8(c, vdupq_n_u8(bits)) }));
-        UnicodeBytes {
-            u: any(unicode::LETTER_U),
-            hex: any(unicode::HEX),
-            d: any(unicode::LETTER_D),
-            hex_from_8: any(unicode::HEX_FROM_8),
-            quote: any(unicode::QUOTE),
-        }
+        UnicodeBytes::from_classes(any)
     }
 
     #[inline(always)]
