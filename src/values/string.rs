@@ -125,16 +125,24 @@ fn unescape_to<const RUNS: bool>(body: &[u8], dst: &mut [u8]) -> usize {
             // `unescaped_eq` shares): there, esc-read took 201 166
             // instructions against 190 816.
             let (decoded, used) = match plain_unicode(body, r + 1) {
-                Some(unit) => (utf8(unit), 6),
+                Some(unit) => {
+                    if RUNS && unit >= 0x800 {
+                        // A character from U+0800: in text escaped
+                        // throughout, the next ones are too; by fours while
+                        // they are, from this one, so that a word of four
+                        // (Chinese between ASCII commas) is one group.
+                        let (after, end) = bmp_run::decode(body, r, dst, w);
+                        if after != r {
+                            (r, w) = (after, end);
+                            continue;
+                        }
+                    }
+                    (utf8(unit), 6)
+                }
                 None => decode_escape(&body[r..]),
             };
             dst[w..w + ESCAPE_SLACK].copy_from_slice(&decoded.buf);
             (r, w) = (r + used, w + usize::from(decoded.len));
-            if RUNS && decoded.len == 3 && used == 6 {
-                // A `\uXXXX` of a character from U+0800: in text escaped
-                // throughout, the next ones are too; by fours while they are.
-                (r, w) = bmp_run::decode(body, r, dst, w);
-            }
         }
     }
 }
