@@ -237,13 +237,22 @@ pub(super) fn decode_escaped(
                 (i, w) = (i + 2, w + 1);
                 continue;
             }
+            if matches!(src.get(i + 1..i + 4), Some([b'u', d, e])
+                        if (*d != b'0' || *e >= b'8') && (*d | 0x20 != b'd' || *e < b'8'))
+            {
+                // A `\uXXXX` of a character from U+0800 that is no
+                // surrogate, by its first two digits: in text escaped
+                // throughout, the next ones are too; by fours while they
+                // are, from this one, as reads decode them
+                // (`values::string`).
+                let (r, end) = decode_bmp_run(src, i, out, w);
+                if r != i {
+                    (i, w) = (r, end);
+                    continue;
+                }
+            }
             let (used, wrote) = string::write_escape_checked(src.get(i..)?, out, w)?;
             (i, w) = (i + used, w + wrote);
-            if used == 6 && wrote == 3 {
-                // A `\uXXXX` of a character from U+0800: in text escaped
-                // throughout, the next ones are too; by fours while they are.
-                (i, w) = decode_bmp_run(src, i, out, w);
-            }
         }
         let mut chunks = 0;
         let at = loop {
